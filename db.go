@@ -1,0 +1,269 @@
+package ratedb
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/ristretto/v2"
+	bolt "go.etcd.io/bbolt"
+)
+
+// DB is a rate-limit database: windows counted in memory and, when it has a
+// file, snapshotted to it so that counts survive a restart.
+//
+// A DB is safe for concurrent use. Close it when done: Close writes a final
+// snapshot, and calls made after Close has begun return ErrClosed.
+type DB struct {
+	opts  Options
+	path  string
+	bolt  *bolt.DB // nil in memory-only mode
+	cache *ristretto.Cache[uint64, *entry]
+	seed  maphash.Seed
+	kot   int64 // Options.KeyOlderThan in milliseconds
+	log   *slog.Logger
+
+	shards [numShards]shard
+	exp    expiryIndex
+
+	// closeMu is held for reading by every call in flight, so Close can wait
+	// for them before it takes the final snapshot and closes the cache.
+	closeMu  sync.RWMutex
+	closed   bool        // closeMu
+	shutdown atomic.Bool // set once Close has quiesced callers
+
+	hwm atomic.Int64 // newest clock reading seen, Unix ms
+
+	specMu sync.Mutex
+	specs  map[string]*spec
+
+	snapMu sync.Mutex // one writer of the file at a time: snapshots and janitor passes
+
+	memWindows atomic.Int64
+	stats      counters
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Open opens the database at path, creating it if it does not exist, or an
+// in-memory database when path is "" (nothing is persisted). nil opts means
+// all defaults.
+//
+// Open returns an error wrapping ErrInvalidArgument for invalid options,
+// ErrLocked when another handle holds the file after Options.OpenTimeout, and
+// ErrCorrupt for a file that is not a valid ratedb database (unless
+// Options.OnCorrupt says otherwise). Opening reads only the file's metadata,
+// never every window: windows are loaded on their first use.
+func Open(path string, opts *Options) (*DB, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	db := &DB{
+		opts:  o,
+		path:  path,
+		seed:  maphash.MakeSeed(),
+		kot:   o.KeyOlderThan.Milliseconds(),
+		log:   o.Logger,
+		specs: make(map[string]*spec),
+		stop:  make(chan struct{}),
+	}
+	for i := range db.shards {
+		db.shards[i].m = make(map[uint64]*entry)
+	}
+	db.exp.init()
+	db.hwm.Store(o.Clock().UnixMilli())
+	if path != "" {
+		if err := db.openFile(); err != nil {
+			return nil, err
+		}
+	}
+	cache, err := ristretto.NewCache(&ristretto.Config[uint64, *entry]{
+		NumCounters:        max(10*o.MaxHotKeys, 1000),
+		MaxCost:            max(o.MaxHotKeys, 1),
+		BufferItems:        64,
+		IgnoreInternalCost: true,
+		OnEvict:            func(it *ristretto.Item[*entry]) { db.spill(it.Value) },
+		OnReject:           func(it *ristretto.Item[*entry]) { db.spill(it.Value) },
+	})
+	if err != nil {
+		if db.bolt != nil {
+			_ = db.bolt.Close()
+		}
+		return nil, fmt.Errorf("ratedb: creating cache: %w", err)
+	}
+	db.cache = cache
+	if db.bolt != nil && o.SnapshotPeriod > 0 {
+		db.every(o.SnapshotPeriod, db.backgroundSnapshot)
+	}
+	if o.CleanPeriod > 0 {
+		db.every(o.CleanPeriod, db.backgroundClean)
+	}
+	return db, nil
+}
+
+// every runs fn every period on a goroutine that Close stops and waits for.
+func (db *DB) every(period time.Duration, fn func()) {
+	db.wg.Add(1)
+	go func() {
+		defer db.wg.Done()
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-db.stop:
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	}()
+}
+
+// Close waits for calls in flight, stops the background work, writes a final
+// snapshot and closes the file. A graceful Close loses no count. Close is
+// idempotent: later calls return ErrClosed.
+func (db *DB) Close() error {
+	db.closeMu.Lock()
+	if db.closed {
+		db.closeMu.Unlock()
+		return ErrClosed
+	}
+	db.closed = true
+	db.closeMu.Unlock()
+
+	close(db.stop)
+	db.wg.Wait()
+	var errs []error
+	if err := db.snapshot(); err != nil {
+		errs = append(errs, fmt.Errorf("ratedb: final snapshot: %w", err))
+	}
+	db.shutdown.Store(true)
+	db.cache.Close()
+	if db.bolt != nil {
+		if err := db.bolt.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("ratedb: closing file: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// enter admits a call; it returns false once Close has begun. Every true
+// enter must be paired with exit.
+func (db *DB) enter() bool {
+	db.closeMu.RLock()
+	if db.closed {
+		db.closeMu.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (db *DB) exit() { db.closeMu.RUnlock() }
+
+func (db *DB) isClosed() bool {
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	return db.closed
+}
+
+// Bounds on clock readings, so window arithmetic never overflows.
+const (
+	minTime = -(int64(1) << 62)
+	maxTime = int64(1) << 62
+)
+
+// now reads the clock in Unix milliseconds, never earlier than the newest
+// reading seen.
+func (db *DB) now() int64 {
+	t := min(max(db.opts.Clock().UnixMilli(), minTime), maxTime)
+	for {
+		old := db.hwm.Load()
+		if t <= old {
+			return old
+		}
+		if db.hwm.CompareAndSwap(old, t) {
+			return t
+		}
+	}
+}
+
+func (db *DB) shard(h uint64) *shard { return &db.shards[h%numShards] }
+
+// countDecision records an allowed or denied hit in Stats.
+func (db *DB) countDecision(h uint64, allowed bool) {
+	sh := db.shard(h)
+	if allowed {
+		sh.allowed.Add(1)
+	} else {
+		sh.denied.Add(1)
+	}
+}
+
+// markDirty queues e for the next snapshot. e.mu held.
+func (db *DB) markDirty(e *entry, h uint64) {
+	if db.bolt == nil || e.dirty {
+		return
+	}
+	e.dirty = true
+	sh := db.shard(h)
+	sh.dmu.Lock()
+	sh.dirty = append(sh.dirty, e)
+	sh.dmu.Unlock()
+}
+
+// removeLocked takes e out of memory. sh.mu and e.mu held. It reports whether
+// the cache may still hold e: the caller then calls cache.Del(h) after
+// releasing sh.mu.
+func (db *DB) removeLocked(sh *shard, h uint64, e *entry) (wasHot bool) {
+	e.gone = true
+	sh.remove(h, e)
+	db.exp.remove(e)
+	db.memWindows.Add(-1)
+	return e.hot.Load()
+}
+
+// dropIfClean takes a cold entry out of memory if the file holds its state.
+func (db *DB) dropIfClean(e *entry) {
+	h := e.s.hash(e.key)
+	sh := db.shard(h)
+	sh.mu.Lock()
+	e.mu.Lock()
+	if !e.gone && !e.hot.Load() && !e.dirty && !e.inflight {
+		db.removeLocked(sh, h, e)
+	}
+	e.mu.Unlock()
+	sh.mu.Unlock()
+}
+
+// spill is the cache's eviction and rejection callback: e is no longer (or
+// never was) held by the cache. With a file, e leaves memory once the file
+// holds its state; until then, and in memory-only mode, it stays in its shard
+// as a cold entry, so no count is ever lost. It runs on the cache's goroutine.
+func (db *DB) spill(e *entry) {
+	if e == nil || db.shutdown.Load() {
+		return
+	}
+	h := e.s.hash(e.key)
+	sh := db.shard(h)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e.gone || !e.hot.Load() {
+		return
+	}
+	e.hot.Store(false)
+	db.stats.spilled.Add(1)
+	if db.bolt == nil {
+		return
+	}
+	e.mu.Lock()
+	if !e.dirty && !e.inflight {
+		db.removeLocked(sh, h, e)
+	}
+	e.mu.Unlock()
+}

@@ -1,0 +1,130 @@
+package ratedb
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/ratedb/ratedb/internal/record"
+)
+
+// counter is one tier's state: Count hits in the window [End-scale, End).
+// End == 0 means no window.
+type counter = record.Counter
+
+// entry is the in-memory state of one key of one Window or Layered limiter.
+//
+// Locking: a shard's mu guards membership (the shard map, next, hot writes);
+// an entry's mu guards its counters and flags. The order is shard.mu, then
+// entry.mu, then the leaf locks (shard.dmu, expiryIndex.mu); ristretto's
+// callbacks take shard.mu, so no ristretto call that can block (Del, Wait) is
+// ever made while holding shard.mu.
+type entry struct {
+	mu  sync.Mutex
+	s   *spec
+	key string
+
+	next *entry      // hash-collision chain in the shard map (shard.mu)
+	hot  atomic.Bool // a cache Set is outstanding or the cache holds the entry; written under shard.mu
+
+	gone     bool // removed from the shard map; holders must look the key up again (written under shard.mu and mu)
+	dirty    bool // changed since it was last copied by a snapshot (mu)
+	inflight bool // copied by a snapshot whose commit is pending (mu)
+
+	c    counter   // tier 0 (mu)
+	more []counter // tiers 1.. of a Layered limiter (mu)
+
+	// expiry index membership (expiryIndex.mu)
+	expSlot          int64
+	expPrev, expNext *entry
+}
+
+// tiers returns the number of counters the entry holds.
+func (e *entry) tiers() int { return 1 + len(e.more) }
+
+// tier returns counter i.
+func (e *entry) tier(i int) *counter {
+	if i == 0 {
+		return &e.c
+	}
+	return &e.more[i-1]
+}
+
+// counters appends a copy of every counter to dst.
+func (e *entry) counters(dst []counter) []counter {
+	dst = append(dst, e.c)
+	return append(dst, e.more...)
+}
+
+// setCounters overwrites the counters from cs (len(cs) == e.tiers()).
+func (e *entry) setCounters(cs []counter) {
+	e.c = cs[0]
+	copy(e.more, cs[1:])
+}
+
+// maxEnd is the latest end among the tiers.
+func (e *entry) maxEnd() int64 {
+	m := e.c.End
+	for _, c := range e.more {
+		m = max(m, c.End)
+	}
+	return m
+}
+
+// tombstone reports whether the entry holds no window at all: it was reset.
+// A dirty tombstone must reach the file (to delete the key's record) before
+// the entry may leave memory.
+func (e *entry) tombstone() bool { return e.maxEnd() == 0 }
+
+const numShards = 256
+
+// shard is one slice of the authoritative in-memory index. Every entry in
+// memory, hot or cold, is in exactly one shard map; the cache only decides
+// which entries stay in memory.
+type shard struct {
+	mu sync.Mutex
+	m  map[uint64]*entry
+
+	dmu   sync.Mutex
+	dirty []*entry // entries whose dirty flag went from false to true (dmu)
+
+	allowed atomic.Int64
+	denied  atomic.Int64
+	_       [64]byte
+}
+
+// find returns the entry for (s, key) with hash h, or nil. sh.mu held.
+func (sh *shard) find(h uint64, s *spec, key string) *entry {
+	for e := sh.m[h]; e != nil; e = e.next {
+		if e.s == s && e.key == key {
+			return e
+		}
+	}
+	return nil
+}
+
+// insert adds e under hash h. sh.mu held.
+func (sh *shard) insert(h uint64, e *entry) {
+	e.next = sh.m[h]
+	sh.m[h] = e
+}
+
+// remove unlinks e (stored under h). sh.mu held.
+func (sh *shard) remove(h uint64, e *entry) {
+	p := sh.m[h]
+	if p == e {
+		if e.next == nil {
+			delete(sh.m, h)
+		} else {
+			sh.m[h] = e.next
+		}
+		e.next = nil
+		return
+	}
+	for ; p != nil; p = p.next {
+		if p.next == e {
+			p.next = e.next
+			e.next = nil
+			return
+		}
+	}
+}

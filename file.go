@@ -1,0 +1,362 @@
+package ratedb
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/ratedb/ratedb/internal/record"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// The file is a bbolt database with three buckets: meta (format marker,
+// window count, newest time seen), windows (one record per window, see
+// internal/record) and index (expiry index: end time || window key).
+var (
+	bucketMeta    = []byte("meta")
+	bucketWindows = []byte("windows")
+	bucketIndex   = []byte("index")
+
+	keyFormat  = []byte("format")
+	keyWindows = []byte("windows")
+	keyHWM     = []byte("hwm")
+
+	formatMarker = []byte("ratedb/1")
+)
+
+// openFile opens (or creates) db.path and loads its metadata.
+func (db *DB) openFile() error {
+	err := db.openPath()
+	if err == nil || !errors.Is(err, ErrCorrupt) || db.opts.OnCorrupt != CorruptMoveAside {
+		return err
+	}
+	aside := db.path + ".corrupt-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
+	if rerr := os.Rename(db.path, aside); rerr != nil {
+		return errors.Join(err, fmt.Errorf("ratedb: moving corrupt file aside: %w", rerr))
+	}
+	db.log.Error("ratedb: database file failed validation; moved it aside and started empty: its counts are lost",
+		"path", db.path, "moved_to", aside, "err", err)
+	return db.openPath()
+}
+
+func (db *DB) openPath() error {
+	if _, err := os.Stat(db.path); errors.Is(err, fs.ErrNotExist) {
+		if err := createFile(db.path, db.hwm.Load()); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("ratedb: %w", err)
+	}
+
+	unlock, err := lockFile(db.path, db.opts.OpenTimeout)
+	if err != nil {
+		return err
+	}
+	err = validateFile(db.path)
+	unlock()
+	if err != nil {
+		return err
+	}
+
+	bdb, err := openBolt(db.path, db.opts.OpenTimeout, db.opts.NoSync)
+	if err != nil {
+		return err
+	}
+	db.bolt = bdb
+	var windows, hwm int64
+	err = db.view(func(tx *bolt.Tx) error {
+		mb := tx.Bucket(bucketMeta)
+		if mb == nil || tx.Bucket(bucketWindows) == nil || tx.Bucket(bucketIndex) == nil {
+			return fmt.Errorf("%w: not a ratedb database (missing buckets)", ErrCorrupt)
+		}
+		if f := mb.Get(keyFormat); string(f) != string(formatMarker) {
+			return fmt.Errorf("%w: not a ratedb database or an unknown format version", ErrCorrupt)
+		}
+		var ok1, ok2 bool
+		windows, ok1 = record.DecodeInt64(mb.Get(keyWindows))
+		hwm, ok2 = record.DecodeInt64(mb.Get(keyHWM))
+		if !ok1 || !ok2 || windows < 0 {
+			return fmt.Errorf("%w: bad metadata", ErrCorrupt)
+		}
+		return nil
+	})
+	if err != nil {
+		_ = bdb.Close()
+		db.bolt = nil
+		return err
+	}
+	db.stats.diskWindows.Store(windows)
+	if hwm > db.hwm.Load() {
+		db.hwm.Store(min(hwm, maxTime))
+	}
+	return nil
+}
+
+// createFile creates an empty ratedb database at path atomically: it is built
+// under a temporary name and linked into place, so a crash never leaves a
+// half-initialised file behind. It returns an error wrapping fs.ErrExist if
+// path appeared meanwhile.
+func createFile(path string, now int64) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("ratedb: %w", err)
+	}
+	tmp := f.Name()
+	_ = f.Close()
+	defer os.Remove(tmp)
+	// bbolt initialises only a zero-length file.
+	if err := os.Truncate(tmp, 0); err != nil {
+		return fmt.Errorf("ratedb: %w", err)
+	}
+	bdb, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return fmt.Errorf("ratedb: creating database: %w", err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		mb, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(bucketWindows); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(bucketIndex); err != nil {
+			return err
+		}
+		if err := mb.Put(keyFormat, formatMarker); err != nil {
+			return err
+		}
+		if err := mb.Put(keyWindows, record.EncodeInt64(0)); err != nil {
+			return err
+		}
+		return mb.Put(keyHWM, record.EncodeInt64(now))
+	})
+	if cerr := bdb.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("ratedb: creating database: %w", err)
+	}
+	if err := os.Link(tmp, path); err != nil {
+		return fmt.Errorf("ratedb: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// openBolt opens the bbolt file, turning a lock timeout into ErrLocked and a
+// panic or fault on a damaged file into ErrCorrupt.
+func openBolt(path string, timeout time.Duration, noSync bool) (bdb *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			bdb, err = nil, fmt.Errorf("%w: %v", ErrCorrupt, r)
+		}
+	}()
+	bdb, err = bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:      timeout,
+		FreelistType: bolt.FreelistMapType,
+		NoSync:       noSync,
+	})
+	switch {
+	case err == nil:
+		return bdb, nil
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, ErrLocked
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
+		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return nil, fmt.Errorf("ratedb: opening %s: %w", path, err)
+}
+
+// view and update run a bbolt transaction, turning a panic or memory fault
+// (bbolt's reaction to some damaged pages) into an error wrapping ErrCorrupt.
+func (db *DB) view(fn func(*bolt.Tx) error) error {
+	return guard(func() error { return db.bolt.View(fn) })
+}
+
+func (db *DB) update(fn func(*bolt.Tx) error) error {
+	return guard(func() error { return db.bolt.Update(fn) })
+}
+
+func guard(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrCorrupt, r)
+		}
+	}()
+	return fn()
+}
+
+// load reads key's record from the file into dst. Without a record (or with
+// a damaged one, which is counted and skipped) it returns empty counters and
+// found == false. In memory-only mode there is nothing to read.
+func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err error) {
+	db := s.db
+	n := len(s.scales)
+	if db.bolt != nil {
+		k := make([]byte, 0, len(s.prefix)+len(key))
+		k = append(append(k, s.prefix...), key...)
+		err = db.view(func(tx *bolt.Tx) error {
+			v := tx.Bucket(bucketWindows).Get(k)
+			if v == nil {
+				return nil
+			}
+			var derr error
+			cs, derr = record.Decode(dst, k, v, n)
+			if derr != nil {
+				db.stats.corrupt.Add(1)
+				db.log.Warn("ratedb: skipping a corrupt window record", "err", derr)
+				return nil
+			}
+			found = true
+			return nil
+		})
+		if err != nil {
+			return dst[:0], false, err
+		}
+		if found {
+			return cs, true, nil
+		}
+	}
+	dst = dst[:0]
+	for range n {
+		dst = append(dst, counter{})
+	}
+	return dst, false, nil
+}
+
+// validateFile checks a file before bbolt maps it: bbolt panics, or faults
+// with SIGSEGV/SIGBUS, on some damaged files (a meta page that points past the
+// end of a truncated file, a freelist page that is not one). It accepts only
+// a file whose meta page, the one bbolt will use, is intact and consistent
+// with the file's size.
+func validateFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("ratedb: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("ratedb: %w", err)
+	}
+	size := fi.Size()
+	if size == 0 {
+		return fmt.Errorf("%w: zero-byte file", ErrCorrupt)
+	}
+	m0, ok0 := readMeta(f, 0)
+	var m1 bmeta
+	ok1 := false
+	if ok0 {
+		m1, ok1 = readMeta(f, int64(m0.pageSize))
+	} else {
+		for _, ps := range []int64{4096, 1024, 2048, 8192, 16384, 32768, 65536} {
+			if m1, ok1 = readMeta(f, ps); ok1 && int64(m1.pageSize) == ps {
+				break
+			}
+			ok1 = false
+		}
+	}
+	// bbolt uses the meta with the higher transaction id if it is valid,
+	// else the other one.
+	m, ok := m0, ok0
+	if ok1 && (!ok0 || m1.txid > m0.txid) {
+		m, ok = m1, ok1
+	}
+	if !ok {
+		return fmt.Errorf("%w: no valid meta page", ErrCorrupt)
+	}
+	ps := int64(m.pageSize)
+	switch {
+	case ps < 512 || ps > 1<<20 || ps&(ps-1) != 0:
+		return fmt.Errorf("%w: bad page size", ErrCorrupt)
+	case m.pgid < 4 || m.pgid > uint64(size/ps):
+		return fmt.Errorf("%w: file is shorter than its meta page says (truncated?)", ErrCorrupt)
+	case m.root < 2 || m.root >= m.pgid:
+		return fmt.Errorf("%w: bad root page", ErrCorrupt)
+	case m.freelist != ^uint64(0) && (m.freelist < 2 || m.freelist >= m.pgid):
+		return fmt.Errorf("%w: bad freelist page", ErrCorrupt)
+	}
+	if flags, overflow, ok := readPageHeader(f, int64(m.root)*ps); !ok || flags&(pageBranch|pageLeaf) == 0 || m.root+uint64(overflow) >= m.pgid {
+		return fmt.Errorf("%w: bad root page", ErrCorrupt)
+	}
+	if m.freelist != ^uint64(0) {
+		if flags, overflow, ok := readPageHeader(f, int64(m.freelist)*ps); !ok || flags&pageFreelist == 0 || m.freelist+uint64(overflow) >= m.pgid {
+			return fmt.Errorf("%w: bad freelist page", ErrCorrupt)
+		}
+	}
+	return nil
+}
+
+// bbolt's on-disk constants (go.etcd.io/bbolt/internal/common).
+const (
+	boltMagic    = 0xED0CDAED
+	boltVersion  = 2
+	pageHeader   = 16
+	pageBranch   = 0x01
+	pageLeaf     = 0x02
+	pageMeta     = 0x04
+	pageFreelist = 0x10
+	metaLen      = 64 // magic, version, pageSize, flags, root, sequence, freelist, pgid, txid, checksum
+)
+
+type bmeta struct {
+	pageSize       uint32
+	root, freelist uint64
+	pgid, txid     uint64
+}
+
+// readMeta reads and checks (magic, version, checksum) the meta page at off.
+func readMeta(f *os.File, off int64) (bmeta, bool) {
+	var b [pageHeader + metaLen]byte
+	if _, err := f.ReadAt(b[:], off); err != nil && !errors.Is(err, io.EOF) {
+		return bmeta{}, false
+	} else if err != nil {
+		return bmeta{}, false
+	}
+	if binary.LittleEndian.Uint16(b[8:])&pageMeta == 0 {
+		return bmeta{}, false
+	}
+	m := b[pageHeader:]
+	le := binary.LittleEndian
+	if le.Uint32(m[0:]) != boltMagic || le.Uint32(m[4:]) != boltVersion {
+		return bmeta{}, false
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(m[:56])
+	if h.Sum64() != le.Uint64(m[56:]) {
+		return bmeta{}, false
+	}
+	return bmeta{
+		pageSize: le.Uint32(m[8:]),
+		root:     le.Uint64(m[16:]),
+		freelist: le.Uint64(m[32:]),
+		pgid:     le.Uint64(m[40:]),
+		txid:     le.Uint64(m[48:]),
+	}, true
+}
+
+// readPageHeader returns the flags and overflow count of the page at off.
+func readPageHeader(f *os.File, off int64) (flags uint16, overflow uint32, ok bool) {
+	var b [pageHeader]byte
+	if _, err := f.ReadAt(b[:], off); err != nil {
+		return 0, 0, false
+	}
+	return binary.LittleEndian.Uint16(b[8:]), binary.LittleEndian.Uint32(b[12:]), true
+}

@@ -1,0 +1,255 @@
+package ratedb
+
+import (
+	"bytes"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/ratedb/ratedb/internal/record"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The janitor removes expired windows: a window is removed by the first pass
+// at or after its end plus Options.KeyOlderThan. It never scans every key. In
+// memory, each entry sits in one slot of an expiry index (slots of
+// expiryGranularity, keyed by the time the entry should next be looked at);
+// a pass visits only the slots that are due and files an entry that is still
+// live again under its new end. In the file, an index bucket keyed by end
+// time lists every record, so a pass reads only the expired prefix.
+
+// expiryGranularity is the width of an expiry-index slot, in milliseconds.
+const expiryGranularity = 1000
+
+// noSlot marks an entry that is not in the expiry index.
+const noSlot = math.MinInt64
+
+// cleanBatch bounds the records one janitor transaction deletes.
+const cleanBatch = 100_000
+
+// expiryIndex files entries by the time they should next be checked.
+type expiryIndex struct {
+	mu    sync.Mutex
+	slots map[int64]*entry // slot -> head of a doubly linked list
+	next  int64            // every slot below next has been processed
+}
+
+func (x *expiryIndex) init() {
+	x.slots = make(map[int64]*entry)
+	x.next = noSlot
+}
+
+// add files e to be checked at time at (Unix ms). e must not be filed.
+func (x *expiryIndex) add(e *entry, at int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	slot := max(floorDiv(at, expiryGranularity), x.next)
+	head := x.slots[slot]
+	e.expSlot, e.expPrev, e.expNext = slot, nil, head
+	if head != nil {
+		head.expPrev = e
+	}
+	x.slots[slot] = e
+}
+
+// remove unfiles e if it is filed.
+func (x *expiryIndex) remove(e *entry) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e.expSlot == noSlot {
+		return
+	}
+	if e.expPrev != nil {
+		e.expPrev.expNext = e.expNext
+	} else if e.expNext != nil {
+		x.slots[e.expSlot] = e.expNext
+	} else {
+		delete(x.slots, e.expSlot)
+	}
+	if e.expNext != nil {
+		e.expNext.expPrev = e.expPrev
+	}
+	e.expSlot, e.expPrev, e.expNext = noSlot, nil, nil
+}
+
+// popDue unfiles and returns every entry filed at or before now's slot.
+// Entries filed again during the same pass land in a later slot.
+func (x *expiryIndex) popDue(now int64) []*entry {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	nowSlot := floorDiv(now, expiryGranularity)
+	var out []*entry
+	take := func(slot int64) {
+		for e := x.slots[slot]; e != nil; {
+			n := e.expNext
+			e.expSlot, e.expPrev, e.expNext = noSlot, nil, nil
+			out = append(out, e)
+			e = n
+		}
+		delete(x.slots, slot)
+	}
+	if x.next == noSlot || nowSlot-x.next > int64(len(x.slots)) {
+		for slot := range x.slots {
+			if slot <= nowSlot {
+				take(slot)
+			}
+		}
+	} else {
+		for slot := x.next; slot <= nowSlot; slot++ {
+			if _, ok := x.slots[slot]; ok {
+				take(slot)
+			}
+		}
+	}
+	x.next = max(x.next, nowSlot+1)
+	return out
+}
+
+// Clean runs one janitor pass now and returns the number of expired windows
+// it removed from memory and from the file (a window held in both counts
+// once). The background janitor runs the same pass every
+// Options.CleanPeriod.
+func (db *DB) Clean() (removed int, err error) {
+	if !db.enter() {
+		return 0, ErrClosed
+	}
+	defer db.exit()
+	return db.clean()
+}
+
+func (db *DB) backgroundClean() {
+	if !db.enter() {
+		return
+	}
+	defer db.exit()
+	if _, err := db.clean(); err != nil {
+		db.stats.janitorFailures.Add(1)
+		db.log.Error("ratedb: janitor pass failed", "err", err)
+	}
+}
+
+func (db *DB) clean() (int, error) {
+	now := db.now()
+	cutoff := now - db.kot
+	var (
+		removed int
+		dels    []uint64
+		keys    map[string]struct{} // record keys of windows removed from memory
+	)
+	if db.bolt != nil {
+		keys = make(map[string]struct{})
+	}
+	for _, e := range db.exp.popDue(now) {
+		h := e.s.hash(e.key)
+		sh := db.shard(h)
+		sh.mu.Lock()
+		if e.gone {
+			sh.mu.Unlock()
+			continue
+		}
+		e.mu.Lock()
+		end := e.maxEnd()
+		if end <= cutoff && !(end == 0 && (e.dirty || e.inflight)) {
+			if db.removeLocked(sh, h, e) {
+				dels = append(dels, h)
+			}
+			if end != 0 {
+				removed++
+				if keys != nil {
+					keys[string(e.s.prefix)+e.key] = struct{}{}
+				}
+			}
+		} else {
+			db.exp.add(e, max(end, now)+db.kot)
+		}
+		e.mu.Unlock()
+		sh.mu.Unlock()
+	}
+	// The cache may still hold removed entries; Del can block on the cache's
+	// buffer, whose goroutine takes shard locks, so it runs with none held.
+	for _, h := range dels {
+		db.cache.Del(h)
+	}
+	var err error
+	if db.bolt != nil {
+		var n int
+		n, err = db.cleanFile(cutoff, keys)
+		removed += n
+	}
+	db.stats.cleaned.Add(int64(removed))
+	return removed, err
+}
+
+// cleanFile deletes the file's records whose every window ended at or before
+// cutoff, reading only the expired prefix of the index. It returns how many
+// it deleted that are not in skip (windows already counted as removed from
+// memory).
+func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
+	db.snapMu.Lock()
+	defer db.snapMu.Unlock()
+	removed := 0
+	type item struct {
+		ik, k []byte
+		end   int64
+	}
+	for {
+		more := false
+		var delta int64
+		n := 0
+		err := db.update(func(tx *bolt.Tx) error {
+			wb, xb, mb := tx.Bucket(bucketWindows), tx.Bucket(bucketIndex), tx.Bucket(bucketMeta)
+			var items []item
+			c := xb.Cursor()
+			for ik, _ := c.First(); ik != nil; ik, _ = c.Next() {
+				if len(items) == cleanBatch {
+					more = true
+					break
+				}
+				end, k, ok := record.ParseIndexKey(ik)
+				if ok && end > cutoff {
+					break
+				}
+				items = append(items, item{ik: bytes.Clone(ik), k: bytes.Clone(k), end: end})
+			}
+			if len(items) == 0 {
+				return nil
+			}
+			for _, it := range items {
+				if err := xb.Delete(it.ik); err != nil {
+					return err
+				}
+			}
+			slices.SortFunc(items, func(a, b item) int { return bytes.Compare(a.k, b.k) })
+			var buf [maxTiersInline]counter
+			for _, it := range items {
+				v := wb.Get(it.k)
+				if v == nil {
+					continue
+				}
+				cs, derr := record.Decode(buf[:0], it.k, v, record.AnyTiers)
+				if derr == nil && record.MaxEnd(cs) != it.end {
+					continue // the record moved on; a later index entry covers it
+				}
+				if derr != nil {
+					db.stats.corrupt.Add(1)
+				}
+				if err := wb.Delete(it.k); err != nil {
+					return err
+				}
+				delta--
+				if _, seen := skip[string(it.k)]; !seen && derr == nil {
+					n++
+				}
+			}
+			return mb.Put(keyWindows, record.EncodeInt64(db.stats.diskWindows.Load()+delta))
+		})
+		if err != nil {
+			return removed, err
+		}
+		db.stats.diskWindows.Add(delta)
+		removed += n
+		if !more {
+			return removed, nil
+		}
+	}
+}

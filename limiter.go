@@ -1,0 +1,117 @@
+package ratedb
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Algorithm selects how a window's boundaries are placed in time.
+type Algorithm int
+
+const (
+	// FixedWindow aligns every key's windows to multiples of the scale since
+	// the Unix epoch: with a one-minute scale, every key's window resets at
+	// the top of each minute (see window.go).
+	FixedWindow Algorithm = iota + 1
+
+	// PerKeyWindow starts a key's window at its first allowed hit and runs it
+	// for one scale; the next hit after that opens a new window (see
+	// perkey.go). It is the Redis INCR + EXPIRE NX pattern.
+	PerKeyWindow
+
+	// StaggeredWindow is FixedWindow with each key's boundaries shifted by a
+	// stable hash of the key, so that keys do not all reset at the same
+	// instant while each key's reset time stays predictable (see
+	// staggered.go).
+	StaggeredWindow
+)
+
+// String returns the algorithm's Go name, or "Algorithm(n)" for an unknown
+// value.
+func (a Algorithm) String() string {
+	switch a {
+	case FixedWindow:
+		return "FixedWindow"
+	case PerKeyWindow:
+		return "PerKeyWindow"
+	case StaggeredWindow:
+		return "StaggeredWindow"
+	}
+	return fmt.Sprintf("Algorithm(%d)", int(a))
+}
+
+func (a Algorithm) valid() bool { return a >= FixedWindow && a <= StaggeredWindow }
+
+// Result is the decision for one hit. Being over the limit is a result
+// (Allowed false), not an error.
+type Result struct {
+	// Allowed reports whether the hit was admitted and counted. A denied hit
+	// counts nothing.
+	Allowed bool
+	// Count is the count in the current window after this call.
+	Count int64
+	// Limit is the limit the hit was checked against.
+	Limit int64
+	// Remaining is max(0, Limit-Count).
+	Remaining int64
+	// ResetAt is the end of the current window (exclusive): the first
+	// instant at which the count is back at zero.
+	ResetAt time.Time
+	// RetryAfter is 0 when the hit was allowed. When it was denied, it is the
+	// time until the window ends, the earliest moment the same hit could fit
+	// (counts only fall when a window ends). An increment larger than the
+	// limit never fits; RetryAfter is then still the time until the window
+	// ends.
+	RetryAfter time.Duration
+	// Scale is the length of the window that decided.
+	Scale time.Duration
+	// Tier is, for a Layered limiter, the index (in the order the tiers were
+	// given) of the tier that bound the decision: on a denial the denying
+	// tier that frees up last, otherwise the tier with the least room left.
+	// It is 0 for a Window.
+	Tier int
+	// Tiers is, for a Layered limiter, the state of every tier after the
+	// call, in the order the tiers were given. It is nil for a Window.
+	Tiers []TierResult
+}
+
+// TierResult is the state of one tier of a Layered limiter after a call.
+type TierResult struct {
+	Scale     time.Duration
+	Limit     int64
+	Count     int64 // count in this tier's current window after the call
+	Remaining int64 // max(0, Limit-Count)
+	ResetAt   time.Time
+	// Fits reports whether this tier had room for the increment. A hit is
+	// allowed only when every tier fits.
+	Fits bool
+}
+
+// Limiter is the method set shared by every single-window limiter: *Window
+// here, and network-backed variants elsewhere. Methods take a context first
+// because a networked implementation may block; every error is meaningful
+// (match with errors.Is), and being over the limit is never an error.
+//
+// Implementations are safe for concurrent use.
+type Limiter interface {
+	// Hit counts increment against key if the current window has room for
+	// it under limit, and reports the decision.
+	Hit(ctx context.Context, key string, limit, increment int64) (Result, error)
+	// Inc adds increment to key's current window without a limit check and
+	// returns the new count.
+	Inc(ctx context.Context, key string, increment int64) (int64, error)
+	// Get returns key's count in its current window, 0 if it has none.
+	Get(ctx context.Context, key string) (int64, error)
+	// Set sets key's count in its current window and returns it.
+	Set(ctx context.Context, key string, count int64) (int64, error)
+	// ExpiresAt returns the end of key's current window, the zero Time if it
+	// has none.
+	ExpiresAt(ctx context.Context, key string) (time.Time, error)
+	// Reset forgets key's current window.
+	Reset(ctx context.Context, key string) error
+	// Scale returns the window length.
+	Scale() time.Duration
+}
+
+var _ Limiter = (*Window)(nil)

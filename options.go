@@ -1,0 +1,135 @@
+package ratedb
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Options configures a DB. The zero value of every field selects its default;
+// pass nil to Open for all defaults. Open copies the Options: changing them
+// afterwards has no effect.
+type Options struct {
+	// CleanPeriod is how often the background janitor removes expired
+	// windows from memory and from the file. Default 1 minute. Negative
+	// disables the background janitor; DB.Clean still works.
+	CleanPeriod time.Duration
+
+	// KeyOlderThan is how long past its end an expired window is kept before
+	// the janitor removes it. Default 0: an expired window carries no
+	// information (the next hit opens a fresh one either way), so it is
+	// removed by the first janitor pass after it ends. A positive value keeps
+	// expired windows around, for example to inspect them. Negative is
+	// invalid.
+	KeyOlderThan time.Duration
+
+	// SnapshotPeriod is how often windows changed since the last snapshot are
+	// written to the file. It bounds what a crash can lose. Default 1 second.
+	// Negative disables periodic snapshots; DB.Snapshot and Close still write.
+	// Ignored in memory-only mode.
+	SnapshotPeriod time.Duration
+
+	// MaxHotKeys is how many windows the in-memory cache holds, in windows.
+	// Colder windows are written to the file and reloaded on their next hit
+	// (in memory-only mode they stay in a plain map). Default 1<<20. The
+	// cache also keeps about 10 frequency counters per hot key (roughly
+	// 5 bytes per hot key).
+	MaxHotKeys int64
+
+	// Clock is the time source. Default time.Now. Tests inject a fake clock.
+	// Time granularity is the millisecond. Time never runs backwards for the
+	// DB: an earlier reading than the newest one seen (in this process or in
+	// the file) is treated as the newest one seen.
+	Clock func() time.Time
+
+	// OpenTimeout is how long Open waits for another handle's lock on the
+	// file before it returns ErrLocked. Default 1 second. Negative is
+	// invalid.
+	OpenTimeout time.Duration
+
+	// Logger receives snapshot and janitor failures and corrupt-file
+	// recovery. Default slog.Default(). Keys are never logged.
+	Logger *slog.Logger
+
+	// OnCorrupt says what Open does with a file that fails validation.
+	// Default CorruptFail.
+	OnCorrupt CorruptPolicy
+
+	// NoSync skips fsync at each snapshot commit. A process crash still loses
+	// nothing more than without it; a power loss or kernel crash can lose
+	// more, or damage the file. Default false.
+	NoSync bool
+}
+
+// CorruptPolicy is what Open does with a file that fails validation.
+type CorruptPolicy int
+
+const (
+	// CorruptFail makes Open return an error wrapping ErrCorrupt.
+	CorruptFail CorruptPolicy = iota
+	// CorruptMoveAside renames the bad file to "<path>.corrupt-<unix-ms>",
+	// logs an error, and starts with an empty database. Counts in the bad
+	// file are lost.
+	CorruptMoveAside
+)
+
+// Defaults.
+const (
+	DefaultCleanPeriod    = time.Minute
+	DefaultSnapshotPeriod = time.Second
+	DefaultMaxHotKeys     = 1 << 20
+	DefaultOpenTimeout    = time.Second
+)
+
+// withDefaults returns a copy of o (nil means all defaults) with every zero
+// field set to its default.
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.CleanPeriod == 0 {
+		c.CleanPeriod = DefaultCleanPeriod
+	}
+	if c.SnapshotPeriod == 0 {
+		c.SnapshotPeriod = DefaultSnapshotPeriod
+	}
+	if c.MaxHotKeys == 0 {
+		c.MaxHotKeys = DefaultMaxHotKeys
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.OpenTimeout == 0 {
+		c.OpenTimeout = DefaultOpenTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// validate reports every invalid field at once.
+func (o *Options) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...))
+	}
+	if o.KeyOlderThan < 0 {
+		bad("Options.KeyOlderThan %v is negative", o.KeyOlderThan)
+	}
+	if o.KeyOlderThan%time.Millisecond != 0 {
+		bad("Options.KeyOlderThan %v is not a whole number of milliseconds", o.KeyOlderThan)
+	}
+	if o.MaxHotKeys < 0 {
+		bad("Options.MaxHotKeys %d is negative", o.MaxHotKeys)
+	}
+	if o.OpenTimeout < 0 {
+		bad("Options.OpenTimeout %v is negative", o.OpenTimeout)
+	}
+	if o.OnCorrupt != CorruptFail && o.OnCorrupt != CorruptMoveAside {
+		bad("Options.OnCorrupt %d is unknown", int(o.OnCorrupt))
+	}
+	return errors.Join(errs...)
+}

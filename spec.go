@@ -1,0 +1,265 @@
+package ratedb
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"time"
+)
+
+// MaxKeyLen is the largest key, in bytes, that a limiter accepts.
+const MaxKeyLen = 4096
+
+// maxCount is the largest count a window can hold.
+const maxCount = int64(^uint64(0) >> 1)
+
+// spec is what a Window or Layered limiter is: an algorithm and one scale per
+// tier. It owns the keys of its entries in memory and on disk. There is one
+// spec per distinct (algorithm, scales, kind) in a DB.
+type spec struct {
+	db     *DB
+	alg    Algorithm
+	scales []int64 // milliseconds, one per tier
+	prefix []byte  // prefix of the key of every record in the file
+	salt   uint64  // mixed into the in-memory hash so that specs never share entries
+	window *Window // the Window handle, for single-tier specs
+}
+
+// specFor returns the DB's spec for alg and scales, creating it on first use.
+func (db *DB) specFor(alg Algorithm, scales []int64, layered bool) (*spec, error) {
+	prefix := specPrefix(alg, scales, layered)
+	db.specMu.Lock()
+	defer db.specMu.Unlock()
+	if db.isClosed() {
+		return nil, ErrClosed
+	}
+	if s, ok := db.specs[string(prefix)]; ok {
+		return s, nil
+	}
+	s := &spec{
+		db:     db,
+		alg:    alg,
+		scales: scales,
+		prefix: prefix,
+		salt:   maphash.Bytes(db.seed, prefix),
+	}
+	if !layered {
+		s.window = &Window{spec: s}
+	}
+	db.specs[string(prefix)] = s
+	return s, nil
+}
+
+// specPrefix is the record-key prefix of a spec: the algorithm (with the top
+// bit set for a Layered limiter), the number of tiers for a Layered limiter,
+// and each scale in milliseconds (8 bytes, big endian).
+func specPrefix(alg Algorithm, scales []int64, layered bool) []byte {
+	var p []byte
+	if layered {
+		p = append(p, byte(alg)|0x80, byte(len(scales)))
+	} else {
+		p = append(p, byte(alg))
+	}
+	for _, sc := range scales {
+		p = binary.BigEndian.AppendUint64(p, uint64(sc))
+	}
+	return p
+}
+
+// scaleMillis validates a scale and converts it to milliseconds.
+func scaleMillis(scale time.Duration) (int64, error) {
+	if scale < time.Millisecond {
+		return 0, fmt.Errorf("%w: scale %v is under one millisecond", ErrInvalidArgument, scale)
+	}
+	if scale%time.Millisecond != 0 {
+		return 0, fmt.Errorf("%w: scale %v is not a whole number of milliseconds", ErrInvalidArgument, scale)
+	}
+	return int64(scale / time.Millisecond), nil
+}
+
+// checkCall validates the arguments every keyed call shares. The key itself
+// is never echoed: it may be personal data.
+func checkCall(ctx context.Context, key string) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	if len(key) == 0 {
+		return fmt.Errorf("%w: empty key", ErrInvalidArgument)
+	}
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: key of %d bytes is over MaxKeyLen (%d)", ErrInvalidArgument, len(key), MaxKeyLen)
+	}
+	return ctx.Err()
+}
+
+// hash is the in-memory hash of key under this spec. It is seeded per DB
+// and never persisted.
+func (s *spec) hash(key string) uint64 {
+	h := maphash.String(s.db.seed, key) ^ s.salt
+	// Finalizer from SplitMix64: the salt must change every bit.
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return h
+}
+
+// nextEnd returns the end of the window that tier i of key opens at now.
+func (s *spec) nextEnd(i int, key string, now int64) int64 {
+	scale := s.scales[i]
+	switch s.alg {
+	case PerKeyWindow:
+		return perKeyEnd(now, scale)
+	case StaggeredWindow:
+		return staggeredEnd(now, scale, staggerOffset(key, scale))
+	default:
+		return fixedEnd(now, scale)
+	}
+}
+
+// newEntry returns an entry for key holding cs (len(cs) == len(s.scales)).
+func (s *spec) newEntry(key string, cs []counter) *entry {
+	e := &entry{s: s, key: cloneKey(key), expSlot: noSlot}
+	if n := len(s.scales); n > 1 {
+		e.more = make([]counter, n-1)
+	}
+	e.setCounters(cs)
+	return e
+}
+
+// cloneKey copies key so that an entry never pins a larger buffer the caller
+// sliced it from.
+func cloneKey(key string) string {
+	b := make([]byte, len(key))
+	copy(b, key)
+	return string(b)
+}
+
+// acquire returns key's entry with its mu held, loading it from the cold
+// store and offering it to the cache as needed. cold reports that the cache
+// does not hold the entry; pass it to release.
+func (s *spec) acquire(key string, h uint64, now int64) (e *entry, cold bool, err error) {
+	db := s.db
+	if e, ok := db.cache.Get(h); ok && e != nil && e.s == s && e.key == key {
+		e.mu.Lock()
+		if !e.gone {
+			return e, false, nil
+		}
+		e.mu.Unlock()
+	}
+	sh := db.shard(h)
+	sh.mu.Lock()
+	e = sh.find(h, s, key)
+	if e == nil {
+		var buf [maxTiersInline]counter
+		cs, found, err := s.load(key, buf[:0])
+		if err != nil {
+			sh.mu.Unlock()
+			return nil, false, err
+		}
+		e = s.newEntry(key, cs)
+		sh.insert(h, e)
+		db.memWindows.Add(1)
+		if found {
+			db.stats.reloaded.Add(1)
+		}
+		db.exp.add(e, max(e.maxEnd(), now)+db.kot)
+	}
+	if !e.hot.Load() && db.cache.Set(h, e, 1) {
+		e.hot.Store(true)
+	}
+	cold = !e.hot.Load()
+	e.mu.Lock()
+	sh.mu.Unlock()
+	return e, cold, nil
+}
+
+// release unlocks an entry obtained from acquire. An entry the cache did not
+// take leaves memory at once if the file already holds its state.
+func (s *spec) release(e *entry, cold bool) {
+	e.mu.Unlock()
+	if cold && s.db.bolt != nil {
+		s.db.dropIfClean(e)
+	}
+}
+
+// peek appends a copy of key's counters to dst without creating an entry.
+// It returns dst unchanged (empty) if the key has no state anywhere.
+func (s *spec) peek(key string, h uint64, dst []counter) ([]counter, error) {
+	db := s.db
+	if e, ok := db.cache.Get(h); ok && e != nil && e.s == s && e.key == key {
+		e.mu.Lock()
+		if !e.gone {
+			dst = e.counters(dst)
+			e.mu.Unlock()
+			return dst, nil
+		}
+		e.mu.Unlock()
+	}
+	sh := db.shard(h)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.find(h, s, key); e != nil {
+		e.mu.Lock()
+		dst = e.counters(dst)
+		e.mu.Unlock()
+		return dst, nil
+	}
+	cs, found, err := s.load(key, dst)
+	if err != nil || !found {
+		return dst[:0], err
+	}
+	return cs, nil
+}
+
+// reset clears every tier of key's window. In memory-only mode the entry
+// simply leaves memory; with a file, a tombstone stays until a snapshot has
+// deleted the key's record.
+func (s *spec) reset(key string) error {
+	db := s.db
+	if !db.enter() {
+		return ErrClosed
+	}
+	defer db.exit()
+	h := s.hash(key)
+	sh := db.shard(h)
+	sh.mu.Lock()
+	e := sh.find(h, s, key)
+	if e == nil {
+		if db.bolt == nil {
+			sh.mu.Unlock()
+			return nil
+		}
+		var buf [maxTiersInline]counter
+		cs, found, err := s.load(key, buf[:0])
+		if err != nil || !found {
+			sh.mu.Unlock()
+			return err
+		}
+		e = s.newEntry(key, cs)
+		sh.insert(h, e)
+		db.memWindows.Add(1)
+		db.exp.add(e, db.now()+db.kot)
+	}
+	e.mu.Lock()
+	for i := 0; i < e.tiers(); i++ {
+		*e.tier(i) = counter{}
+	}
+	wasHot := false
+	if db.bolt != nil {
+		db.markDirty(e, h)
+	} else {
+		wasHot = db.removeLocked(sh, h, e)
+	}
+	e.mu.Unlock()
+	sh.mu.Unlock()
+	if wasHot {
+		db.cache.Del(h)
+	}
+	return nil
+}
+
+// maxTiersInline sizes stack buffers for counters.
+const maxTiersInline = 16

@@ -1,0 +1,84 @@
+package ratedb
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Stats is a point-in-time view of a DB's activity, from DB.Stats. Counters
+// count since Open.
+type Stats struct {
+	// WindowsInMemory is the number of windows in memory: those the cache
+	// holds, plus cold ones waiting to be written (with a file) or living in
+	// the in-memory cold store (without one).
+	WindowsInMemory int64
+	// WindowsOnDisk is the number of window records in the file, as of the
+	// last commit. 0 in memory-only mode.
+	WindowsOnDisk int64
+	// Allowed and Denied count Hit decisions.
+	Allowed int64
+	Denied  int64
+	// Snapshots counts snapshots that committed changes; SnapshotFailures
+	// counts snapshots whose write failed (their windows stay dirty and are
+	// retried by the next one).
+	Snapshots        int64
+	SnapshotFailures int64
+	// LastSnapshotDuration, LastSnapshotWindows and LastSnapshotBytes
+	// describe the last committed snapshot: how long it took, how many
+	// window records it wrote or deleted, and how many bytes of keys and
+	// values it wrote.
+	LastSnapshotDuration time.Duration
+	LastSnapshotWindows  int64
+	LastSnapshotBytes    int64
+	// LastSnapshotError is the error of the last failed snapshot, nil if the
+	// last snapshot succeeded.
+	LastSnapshotError error
+	// Spilled counts windows the cache evicted or declined; they were kept
+	// as cold entries or written to the file. Reloaded counts windows read
+	// back from the file on use.
+	Spilled  int64
+	Reloaded int64
+	// Cleaned counts windows the janitor removed.
+	Cleaned int64
+	// CorruptSkipped counts records that failed validation and were ignored.
+	CorruptSkipped int64
+	// JanitorFailures counts janitor passes that failed to clean the file.
+	JanitorFailures int64
+}
+
+// counters are the DB's internal Stats counters.
+type counters struct {
+	snapshots, snapshotFailures       atomic.Int64
+	lastSnapDur, lastSnapN, lastSnapB atomic.Int64
+	lastSnapErr                       atomic.Pointer[error]
+	spilled, reloaded, cleaned        atomic.Int64
+	corrupt, janitorFailures          atomic.Int64
+	diskWindows                       atomic.Int64
+}
+
+// Stats returns the DB's counters. It is cheap and safe to call at any time,
+// also after Close.
+func (db *DB) Stats() Stats {
+	s := Stats{
+		WindowsInMemory:      db.memWindows.Load(),
+		WindowsOnDisk:        db.stats.diskWindows.Load(),
+		Snapshots:            db.stats.snapshots.Load(),
+		SnapshotFailures:     db.stats.snapshotFailures.Load(),
+		LastSnapshotDuration: time.Duration(db.stats.lastSnapDur.Load()),
+		LastSnapshotWindows:  db.stats.lastSnapN.Load(),
+		LastSnapshotBytes:    db.stats.lastSnapB.Load(),
+		Spilled:              db.stats.spilled.Load(),
+		Reloaded:             db.stats.reloaded.Load(),
+		Cleaned:              db.stats.cleaned.Load(),
+		CorruptSkipped:       db.stats.corrupt.Load(),
+		JanitorFailures:      db.stats.janitorFailures.Load(),
+	}
+	if p := db.stats.lastSnapErr.Load(); p != nil {
+		s.LastSnapshotError = *p
+	}
+	for i := range db.shards {
+		s.Allowed += db.shards[i].allowed.Load()
+		s.Denied += db.shards[i].denied.Load()
+	}
+	return s
+}

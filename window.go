@@ -1,0 +1,228 @@
+package ratedb
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Window is a limiter over windows of one algorithm and one scale, obtained
+// from DB.Window. Each key has its own counter; windows of different
+// algorithms or scales never share a counter, even for the same key.
+//
+// A Window is safe for concurrent use. Every method returns ErrClosed once
+// the DB is closing.
+type Window struct {
+	*spec
+}
+
+// Window returns the limiter for windows of the given algorithm and scale.
+// Calls with the same arguments return the same *Window. scale must be at
+// least one millisecond and a whole number of milliseconds.
+func (db *DB) Window(alg Algorithm, scale time.Duration) (*Window, error) {
+	if !alg.valid() {
+		return nil, fmt.Errorf("%w: unknown algorithm %d", ErrInvalidArgument, int(alg))
+	}
+	ms, err := scaleMillis(scale)
+	if err != nil {
+		return nil, err
+	}
+	s, err := db.specFor(alg, []int64{ms}, false)
+	if err != nil {
+		return nil, err
+	}
+	return s.window, nil
+}
+
+// Algorithm returns the window's algorithm.
+func (w *Window) Algorithm() Algorithm { return w.alg }
+
+// Scale returns the window length.
+func (w *Window) Scale() time.Duration { return time.Duration(w.scales[0]) * time.Millisecond }
+
+// Hit counts increment against key if the key's current window has room for
+// it under limit (count+increment <= limit), and reports the decision. A
+// denied hit counts nothing and does not open a window. With N goroutines
+// hitting one key, exactly limit hits of increment 1 are allowed per window.
+//
+// limit must be >= 0 (0 denies every hit) and increment > 0.
+func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (Result, error) {
+	if err := checkCall(ctx, key); err != nil {
+		return Result{}, err
+	}
+	if limit < 0 {
+		return Result{}, fmt.Errorf("%w: limit %d is negative", ErrInvalidArgument, limit)
+	}
+	if increment <= 0 {
+		return Result{}, fmt.Errorf("%w: increment %d is not positive", ErrInvalidArgument, increment)
+	}
+	db := w.db
+	if !db.enter() {
+		return Result{}, ErrClosed
+	}
+	defer db.exit()
+	now := db.now()
+	h := w.hash(key)
+	e, cold, err := w.acquire(key, h, now)
+	if err != nil {
+		return Result{}, err
+	}
+	c := &e.c
+	count, end := w.current(c, key, now)
+	allowed := count <= limit-increment
+	if allowed {
+		count += increment
+		c.Count, c.End = count, end
+		db.markDirty(e, h)
+	}
+	w.release(e, cold)
+	db.countDecision(h, allowed)
+
+	r := Result{
+		Allowed:   allowed,
+		Count:     count,
+		Limit:     limit,
+		Remaining: max(0, limit-count),
+		ResetAt:   time.UnixMilli(end),
+		Scale:     w.Scale(),
+	}
+	if !allowed {
+		r.RetryAfter = time.Duration(end-now) * time.Millisecond
+	}
+	return r, nil
+}
+
+// Inc adds increment (> 0) to key's count in its current window, opening a
+// window if there is none, without a limit check, and returns the new count.
+func (w *Window) Inc(ctx context.Context, key string, increment int64) (int64, error) {
+	if err := checkCall(ctx, key); err != nil {
+		return 0, err
+	}
+	if increment <= 0 {
+		return 0, fmt.Errorf("%w: increment %d is not positive", ErrInvalidArgument, increment)
+	}
+	return w.mutate(key, func(c *counter, now int64) (int64, error) {
+		count, end := w.current(c, key, now)
+		if count > maxCount-increment {
+			return 0, fmt.Errorf("%w: increment %d would overflow the count", ErrInvalidArgument, increment)
+		}
+		c.Count, c.End = count+increment, end
+		return c.Count, nil
+	})
+}
+
+// Set sets key's count (>= 0) and returns it. For FixedWindow and
+// StaggeredWindow it sets the count of the current window (opening it if
+// needed); for PerKeyWindow it restarts the key's window at now, as Hammer
+// does.
+func (w *Window) Set(ctx context.Context, key string, count int64) (int64, error) {
+	if err := checkCall(ctx, key); err != nil {
+		return 0, err
+	}
+	if count < 0 {
+		return 0, fmt.Errorf("%w: count %d is negative", ErrInvalidArgument, count)
+	}
+	return w.mutate(key, func(c *counter, now int64) (int64, error) {
+		if w.alg == PerKeyWindow {
+			c.Count, c.End = count, perKeyEnd(now, w.scales[0])
+			return count, nil
+		}
+		_, end := w.current(c, key, now)
+		c.Count, c.End = count, end
+		return count, nil
+	})
+}
+
+// Get returns key's count in its current window, 0 if it has none. It does
+// not open a window.
+func (w *Window) Get(ctx context.Context, key string) (int64, error) {
+	c, now, err := w.read(ctx, key)
+	if err != nil || c.End <= now {
+		return 0, err
+	}
+	return c.Count, nil
+}
+
+// ExpiresAt returns the end of key's current window, the zero Time if it has
+// none.
+func (w *Window) ExpiresAt(ctx context.Context, key string) (time.Time, error) {
+	c, now, err := w.read(ctx, key)
+	if err != nil || c.End <= now {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(c.End), nil
+}
+
+// Reset forgets key's current window: the next hit opens a new one.
+func (w *Window) Reset(ctx context.Context, key string) error {
+	if err := checkCall(ctx, key); err != nil {
+		return err
+	}
+	return w.reset(key)
+}
+
+// current returns c's count and end as seen at now: the stored window if it
+// is still open, else an empty window that a hit at now would open.
+func (w *Window) current(c *counter, key string, now int64) (count, end int64) {
+	if c.End > now {
+		return c.Count, c.End
+	}
+	return 0, w.nextEnd(0, key, now)
+}
+
+// mutate runs fn on key's counter with the entry locked and marks it dirty
+// when fn succeeds.
+func (w *Window) mutate(key string, fn func(c *counter, now int64) (int64, error)) (int64, error) {
+	db := w.db
+	if !db.enter() {
+		return 0, ErrClosed
+	}
+	defer db.exit()
+	now := db.now()
+	h := w.hash(key)
+	e, cold, err := w.acquire(key, h, now)
+	if err != nil {
+		return 0, err
+	}
+	v, err := fn(&e.c, now)
+	if err == nil {
+		db.markDirty(e, h)
+	}
+	w.release(e, cold)
+	return v, err
+}
+
+// read returns a copy of key's counter without opening a window.
+func (w *Window) read(ctx context.Context, key string) (counter, int64, error) {
+	if err := checkCall(ctx, key); err != nil {
+		return counter{}, 0, err
+	}
+	db := w.db
+	if !db.enter() {
+		return counter{}, 0, ErrClosed
+	}
+	defer db.exit()
+	now := db.now()
+	var buf [1]counter
+	cs, err := w.peek(key, w.hash(key), buf[:0])
+	if err != nil || len(cs) == 0 {
+		return counter{}, now, err
+	}
+	return cs[0], now, nil
+}
+
+// fixedEnd returns the end of the epoch-aligned window of length scale that
+// contains now: the smallest multiple of scale greater than now. It is pure;
+// see FuzzWindowArithmetic.
+func fixedEnd(now, scale int64) int64 {
+	return floorDiv(now, scale)*scale + scale
+}
+
+// floorDiv is a/b rounded towards negative infinity (b > 0).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
