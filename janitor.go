@@ -209,6 +209,11 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 				if ok && end > cutoff {
 					break
 				}
+				if ok && db.liveInMemory(k, cutoff) {
+					// The window moved on in memory; the next snapshot
+					// rewrites the record and its index entry.
+					continue
+				}
 				items = append(items, item{ik: bytes.Clone(ik), k: bytes.Clone(k), end: end})
 			}
 			if len(items) == 0 {
@@ -252,4 +257,40 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 			return removed, nil
 		}
 	}
+}
+
+// liveInMemory reports whether the window with record key k has an entry in
+// memory that has not expired by cutoff.
+func (db *DB) liveInMemory(k []byte, cutoff int64) bool {
+	if len(k) == 0 {
+		return false
+	}
+	plen := 9
+	if k[0]&0x80 != 0 {
+		if len(k) < 2 {
+			return false
+		}
+		plen = 2 + 8*int(k[1])
+	}
+	if len(k) < plen {
+		return false
+	}
+	db.specMu.Lock()
+	s := db.specs[string(k[:plen])]
+	db.specMu.Unlock()
+	if s == nil {
+		return false
+	}
+	key := string(k[plen:])
+	h := s.hash(key)
+	sh := db.shard(h)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.find(h, s, key)
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.maxEnd() > cutoff
 }

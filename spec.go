@@ -263,3 +263,7 @@ func (s *spec) reset(key string) error {
 
 // maxTiersInline sizes stack buffers for counters.
 const maxTiersInline = 16
+
+// maxScaleMillis is the longest scale, in milliseconds (the longest
+// time.Duration).
+const maxScaleMillis = int64(1<<63-1) / int64(time.Millisecond)

@@ -1,0 +1,252 @@
+package ratedb
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratedb/ratedb/internal/record"
+)
+
+// Tier is one window of a Layered limiter: at most Limit hits per Scale.
+type Tier struct {
+	Scale time.Duration
+	Limit int64
+}
+
+// Layered limits a key by several windows at once, for example 1 per
+// minute, 3 per 15 minutes, 10 per hour and 20 per day. A hit is allowed
+// only if every tier has room for it, and then every tier counts it; a denied
+// hit changes no tier. The decision and the update happen under one lock, so
+// there are neither phantom counts in shorter tiers after a longer tier
+// denies nor false denials under concurrency.
+//
+// All tiers share the algorithm given to DB.Layered; each tier has its own
+// window (for PerKeyWindow, each tier's window starts at the first hit that
+// tier counts). The tiers are persisted, spilled and reloaded together as one
+// record, and the janitor removes a key only when all its tiers have expired.
+// Layered limiters with the same algorithm and scales share counters, whatever
+// their limits.
+//
+// A Layered is safe for concurrent use.
+type Layered struct {
+	*spec
+	tiers []Tier
+}
+
+// Layered returns a limiter over the given tiers: at least one and at most
+// 16, each with a scale of at least one millisecond (a whole number of
+// milliseconds) and a limit >= 0. Tiers need not be ordered; results report
+// them in the order given.
+func (db *DB) Layered(alg Algorithm, tiers ...Tier) (*Layered, error) {
+	if !alg.valid() {
+		return nil, fmt.Errorf("%w: unknown algorithm %d", ErrInvalidArgument, int(alg))
+	}
+	if len(tiers) == 0 {
+		return nil, fmt.Errorf("%w: a layered limiter needs at least one tier", ErrInvalidArgument)
+	}
+	if len(tiers) > record.MaxTiers {
+		return nil, fmt.Errorf("%w: %d tiers, at most %d", ErrInvalidArgument, len(tiers), record.MaxTiers)
+	}
+	scales := make([]int64, len(tiers))
+	for i, t := range tiers {
+		ms, err := scaleMillis(t.Scale)
+		if err != nil {
+			return nil, fmt.Errorf("tier %d: %w", i, err)
+		}
+		if t.Limit < 0 {
+			return nil, fmt.Errorf("%w: tier %d: limit %d is negative", ErrInvalidArgument, i, t.Limit)
+		}
+		scales[i] = ms
+	}
+	s, err := db.specFor(alg, scales, true)
+	if err != nil {
+		return nil, err
+	}
+	return &Layered{spec: s, tiers: append([]Tier(nil), tiers...)}, nil
+}
+
+// Tiers returns a copy of the tiers, in the order given.
+func (l *Layered) Tiers() []Tier { return append([]Tier(nil), l.tiers...) }
+
+// Algorithm returns the limiter's algorithm.
+func (l *Layered) Algorithm() Algorithm { return l.alg }
+
+// Hit counts increment (> 0) against key in every tier if every tier has
+// room for it, and reports the decision. Result.Tiers holds every tier's
+// state after the call; the top-level Count, Limit, Remaining, ResetAt and
+// Scale are those of Result.Tier, the tier that bound the decision: on a
+// denial, the denying tier that frees up last (RetryAfter is the time until
+// every denying tier has started a new window); when allowed, the tier with
+// the least room left.
+func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result, error) {
+	if err := checkCall(ctx, key); err != nil {
+		return Result{}, err
+	}
+	if increment <= 0 {
+		return Result{}, fmt.Errorf("%w: increment %d is not positive", ErrInvalidArgument, increment)
+	}
+	db := l.db
+	if !db.enter() {
+		return Result{}, ErrClosed
+	}
+	defer db.exit()
+	now := db.now()
+	h := l.hash(key)
+	e, cold, err := l.acquire(key, h, now)
+	if err != nil {
+		return Result{}, err
+	}
+	trs := make([]TierResult, len(l.tiers))
+	allowed := true
+	for i, t := range l.tiers {
+		count, end := l.current(e.tier(i), i, key, now)
+		fits := count <= t.Limit-increment
+		allowed = allowed && fits
+		trs[i] = TierResult{Scale: t.Scale, Limit: t.Limit, Count: count, ResetAt: time.UnixMilli(end), Fits: fits}
+	}
+	if allowed {
+		for i := range trs {
+			c := e.tier(i)
+			trs[i].Count += increment
+			c.Count, c.End = trs[i].Count, trs[i].ResetAt.UnixMilli()
+		}
+		db.markDirty(e, h)
+	}
+	l.release(e, cold)
+	db.countDecision(h, allowed)
+
+	bind := 0
+	for i := range trs {
+		trs[i].Remaining = max(0, trs[i].Limit-trs[i].Count)
+		if allowed {
+			if trs[i].Remaining < trs[bind].Remaining {
+				bind = i
+			}
+		} else if !trs[i].Fits && (trs[bind].Fits || trs[i].ResetAt.After(trs[bind].ResetAt)) {
+			bind = i
+		}
+	}
+	b := trs[bind]
+	r := Result{
+		Allowed:   allowed,
+		Count:     b.Count,
+		Limit:     b.Limit,
+		Remaining: b.Remaining,
+		ResetAt:   b.ResetAt,
+		Scale:     b.Scale,
+		Tier:      bind,
+		Tiers:     trs,
+	}
+	if !allowed {
+		r.RetryAfter = time.Duration(b.ResetAt.UnixMilli()-now) * time.Millisecond
+	}
+	return r, nil
+}
+
+// Inc adds increment (> 0) to key in every tier without a limit check and
+// returns the new counts, in tier order.
+func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64, error) {
+	if err := checkCall(ctx, key); err != nil {
+		return nil, err
+	}
+	if increment <= 0 {
+		return nil, fmt.Errorf("%w: increment %d is not positive", ErrInvalidArgument, increment)
+	}
+	db := l.db
+	if !db.enter() {
+		return nil, ErrClosed
+	}
+	defer db.exit()
+	now := db.now()
+	h := l.hash(key)
+	e, cold, err := l.acquire(key, h, now)
+	if err != nil {
+		return nil, err
+	}
+	defer l.release(e, cold)
+	counts := make([]int64, len(l.tiers))
+	ends := make([]int64, len(l.tiers))
+	for i := range l.tiers {
+		count, end := l.current(e.tier(i), i, key, now)
+		if count > maxCount-increment {
+			return nil, fmt.Errorf("%w: increment %d would overflow tier %d's count", ErrInvalidArgument, increment, i)
+		}
+		counts[i], ends[i] = count+increment, end
+	}
+	for i := range counts {
+		*e.tier(i) = counter{Count: counts[i], End: ends[i]}
+	}
+	db.markDirty(e, h)
+	return counts, nil
+}
+
+// Get returns key's count in each tier's current window (0 for a tier with
+// none), in tier order. It opens no window.
+func (l *Layered) Get(ctx context.Context, key string) ([]int64, error) {
+	cs, now, err := l.read(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(l.tiers))
+	for i, c := range cs {
+		if c.End > now {
+			out[i] = c.Count
+		}
+	}
+	return out, nil
+}
+
+// ExpiresAt returns the end of each tier's current window for key (the zero
+// Time for a tier with none), in tier order.
+func (l *Layered) ExpiresAt(ctx context.Context, key string) ([]time.Time, error) {
+	cs, now, err := l.read(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]time.Time, len(l.tiers))
+	for i, c := range cs {
+		if c.End > now {
+			out[i] = time.UnixMilli(c.End)
+		}
+	}
+	return out, nil
+}
+
+// Reset forgets key's windows in every tier.
+func (l *Layered) Reset(ctx context.Context, key string) error {
+	if err := checkCall(ctx, key); err != nil {
+		return err
+	}
+	return l.reset(key)
+}
+
+// current returns tier i's count and end as seen at now.
+func (l *Layered) current(c *counter, i int, key string, now int64) (count, end int64) {
+	if c.End > now {
+		return c.Count, c.End
+	}
+	return 0, l.nextEnd(i, key, now)
+}
+
+// read returns a copy of every tier's counter (zero counters if the key has
+// no state).
+func (l *Layered) read(ctx context.Context, key string) ([]counter, int64, error) {
+	if err := checkCall(ctx, key); err != nil {
+		return nil, 0, err
+	}
+	db := l.db
+	if !db.enter() {
+		return nil, 0, ErrClosed
+	}
+	defer db.exit()
+	now := db.now()
+	cs, err := l.peek(key, l.hash(key), make([]counter, 0, len(l.tiers)))
+	if err != nil {
+		return nil, 0, err
+	}
+	for len(cs) < len(l.tiers) {
+		cs = append(cs, counter{})
+	}
+	return cs, now, nil
+}
