@@ -28,15 +28,18 @@ type DB struct {
 	log   *slog.Logger
 
 	shards [numShards]shard
+	fast   []atomic.Pointer[entry] // see fastSlot
 	exp    expiryIndex
 
-	// closeMu is held for reading by every call in flight, so Close can wait
-	// for them before it takes the final snapshot and closes the cache.
-	closeMu  sync.RWMutex
-	closed   bool        // closeMu
+	// closing is set when Close begins; calls in flight are counted per
+	// shard (shard.inflight), so Close can wait for them before it takes the
+	// final snapshot and closes the cache.
+	closing  atomic.Bool
 	shutdown atomic.Bool // set once Close has quiesced callers
 
-	hwm atomic.Int64 // newest clock reading seen, Unix ms
+	clock  func() time.Time // Options.Clock; nil: the coarse clock
+	coarse coarseClock
+	hwm    atomic.Int64 // newest clock reading seen, Unix ms
 
 	specMu sync.Mutex
 	specs  map[string]*spec
@@ -70,16 +73,28 @@ func Open(path string, opts *Options) (*DB, error) {
 		seed:  maphash.MakeSeed(),
 		kot:   o.KeyOlderThan.Milliseconds(),
 		log:   o.Logger,
+		clock: o.Clock,
 		specs: make(map[string]*spec),
 		stop:  make(chan struct{}),
+		fast:  make([]atomic.Pointer[entry], fastTableSize(o.MaxHotKeys)),
 	}
 	for i := range db.shards {
 		db.shards[i].m = make(map[uint64]*entry)
 	}
 	db.exp.init()
-	db.hwm.Store(o.Clock().UnixMilli())
+	if db.clock == nil {
+		db.coarse.init()
+		db.wg.Add(1)
+		go func() {
+			defer db.wg.Done()
+			db.coarse.run(db.stop)
+		}()
+	}
+	db.hwm.Store(db.readClock())
 	if path != "" {
 		if err := db.openFile(); err != nil {
+			close(db.stop)
+			db.wg.Wait()
 			return nil, err
 		}
 	}
@@ -92,6 +107,8 @@ func Open(path string, opts *Options) (*DB, error) {
 		OnReject:           func(it *ristretto.Item[*entry]) { db.spill(it.Value) },
 	})
 	if err != nil {
+		close(db.stop)
+		db.wg.Wait()
 		if db.bolt != nil {
 			_ = db.bolt.Close()
 		}
@@ -129,13 +146,22 @@ func (db *DB) every(period time.Duration, fn func()) {
 // snapshot and closes the file. A graceful Close loses no count. Close is
 // idempotent: later calls return ErrClosed.
 func (db *DB) Close() error {
-	db.closeMu.Lock()
-	if db.closed {
-		db.closeMu.Unlock()
+	if !db.closing.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
-	db.closed = true
-	db.closeMu.Unlock()
+	// Wait for calls in flight. A call increments its shard's inflight
+	// before it checks closing, and Close sets closing before it reads
+	// inflight, so every call either sees closing or is waited for.
+	for {
+		var n int64
+		for i := range db.shards {
+			n += db.shards[i].inflight.Load()
+		}
+		if n == 0 {
+			break
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
 
 	close(db.stop)
 	db.wg.Wait()
@@ -153,24 +179,20 @@ func (db *DB) Close() error {
 	return errors.Join(errs...)
 }
 
-// enter admits a call; it returns false once Close has begun. Every true
-// enter must be paired with exit.
-func (db *DB) enter() bool {
-	db.closeMu.RLock()
-	if db.closed {
-		db.closeMu.RUnlock()
+// enter admits a call on a key with hash h (0 for calls on no key); it
+// returns false once Close has begun. Every true enter must be paired with
+// exit(h).
+func (db *DB) enter(h uint64) bool {
+	sh := db.shard(h)
+	sh.inflight.Add(1)
+	if db.closing.Load() {
+		sh.inflight.Add(-1)
 		return false
 	}
 	return true
 }
 
-func (db *DB) exit() { db.closeMu.RUnlock() }
-
-func (db *DB) isClosed() bool {
-	db.closeMu.RLock()
-	defer db.closeMu.RUnlock()
-	return db.closed
-}
+func (db *DB) exit(h uint64) { db.shard(h).inflight.Add(-1) }
 
 // Bounds on clock readings, so window arithmetic never overflows.
 const (
@@ -178,10 +200,22 @@ const (
 	maxTime = int64(1) << 62
 )
 
+// readClock reads the clock in Unix milliseconds, clamped to [minTime,
+// maxTime].
+func (db *DB) readClock() int64 {
+	var t int64
+	if db.clock != nil {
+		t = db.clock().UnixMilli()
+	} else {
+		t = db.coarse.read()
+	}
+	return min(max(t, minTime), maxTime)
+}
+
 // now reads the clock in Unix milliseconds, never earlier than the newest
 // reading seen.
 func (db *DB) now() int64 {
-	t := min(max(db.opts.Clock().UnixMilli(), minTime), maxTime)
+	t := db.readClock()
 	for {
 		old := db.hwm.Load()
 		if t <= old {
@@ -194,6 +228,16 @@ func (db *DB) now() int64 {
 }
 
 func (db *DB) shard(h uint64) *shard { return &db.shards[h%numShards] }
+
+// fastTableSize is the number of fast-table slots for a cache of maxHot
+// windows: a power of two, at least 1024 and at most 1<<22 (8 bytes each).
+func fastTableSize(maxHot int64) int {
+	n := 1024
+	for int64(n) < maxHot && n < 1<<22 {
+		n <<= 1
+	}
+	return n
+}
 
 // countDecision records an allowed or denied hit in Stats.
 func (db *DB) countDecision(h uint64, allowed bool) {

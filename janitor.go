@@ -110,18 +110,18 @@ func (x *expiryIndex) popDue(now int64) []*entry {
 // once). The background janitor runs the same pass every
 // Options.CleanPeriod.
 func (db *DB) Clean() (removed int, err error) {
-	if !db.enter() {
+	if !db.enter(0) {
 		return 0, ErrClosed
 	}
-	defer db.exit()
+	defer db.exit(0)
 	return db.clean()
 }
 
 func (db *DB) backgroundClean() {
-	if !db.enter() {
+	if !db.enter(0) {
 		return
 	}
-	defer db.exit()
+	defer db.exit(0)
 	if _, err := db.clean(); err != nil {
 		db.stats.janitorFailures.Add(1)
 		db.log.Error("ratedb: janitor pass failed", "err", err)

@@ -87,12 +87,12 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result,
 		return Result{}, fmt.Errorf("%w: increment %d is not positive", ErrInvalidArgument, increment)
 	}
 	db := l.db
-	if !db.enter() {
+	h := l.hash(key)
+	if !db.enter(h) {
 		return Result{}, ErrClosed
 	}
-	defer db.exit()
+	defer db.exit(h)
 	now := db.now()
-	h := l.hash(key)
 	e, cold, err := l.acquire(key, h, now)
 	if err != nil {
 		return Result{}, err
@@ -154,12 +154,12 @@ func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64
 		return nil, fmt.Errorf("%w: increment %d is not positive", ErrInvalidArgument, increment)
 	}
 	db := l.db
-	if !db.enter() {
+	h := l.hash(key)
+	if !db.enter(h) {
 		return nil, ErrClosed
 	}
-	defer db.exit()
+	defer db.exit(h)
 	now := db.now()
-	h := l.hash(key)
 	e, cold, err := l.acquire(key, h, now)
 	if err != nil {
 		return nil, err
@@ -236,12 +236,13 @@ func (l *Layered) read(ctx context.Context, key string) ([]counter, int64, error
 		return nil, 0, err
 	}
 	db := l.db
-	if !db.enter() {
+	h := l.hash(key)
+	if !db.enter(h) {
 		return nil, 0, ErrClosed
 	}
-	defer db.exit()
+	defer db.exit(h)
 	now := db.now()
-	cs, err := l.peek(key, l.hash(key), make([]counter, 0, len(l.tiers)))
+	cs, err := l.peek(key, h, make([]counter, 0, len(l.tiers)))
 	if err != nil {
 		return nil, 0, err
 	}

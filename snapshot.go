@@ -19,18 +19,18 @@ import (
 // A crash loses at most the hits admitted since the last committed snapshot
 // began. In memory-only mode Snapshot does nothing and returns nil.
 func (db *DB) Snapshot() error {
-	if !db.enter() {
+	if !db.enter(0) {
 		return ErrClosed
 	}
-	defer db.exit()
+	defer db.exit(0)
 	return db.snapshot()
 }
 
 func (db *DB) backgroundSnapshot() {
-	if !db.enter() {
+	if !db.enter(0) {
 		return
 	}
-	defer db.exit()
+	defer db.exit(0)
 	if err := db.snapshot(); err != nil {
 		db.log.Error("ratedb: snapshot failed; changed windows stay in memory and are retried", "err", err)
 	}

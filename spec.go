@@ -31,7 +31,7 @@ func (db *DB) specFor(alg Algorithm, scales []int64, layered bool) (*spec, error
 	prefix := specPrefix(alg, scales, layered)
 	db.specMu.Lock()
 	defer db.specMu.Unlock()
-	if db.isClosed() {
+	if db.closing.Load() {
 		return nil, ErrClosed
 	}
 	if s, ok := db.specs[string(prefix)]; ok {
@@ -142,9 +142,10 @@ func cloneKey(key string) string {
 // does not hold the entry; pass it to release.
 func (s *spec) acquire(key string, h uint64, now int64) (e *entry, cold bool, err error) {
 	db := s.db
-	if e, ok := db.cache.Get(h); ok && e != nil && e.s == s && e.key == key {
+	if e := db.fastFind(h, s, key); e != nil {
 		e.mu.Lock()
 		if !e.gone {
+			db.touch(e, h)
 			return e, false, nil
 		}
 		e.mu.Unlock()
@@ -173,6 +174,10 @@ func (s *spec) acquire(key string, h uint64, now int64) (e *entry, cold bool, er
 	cold = !e.hot.Load()
 	e.mu.Lock()
 	sh.mu.Unlock()
+	if !cold {
+		db.fastStore(h, e)
+		db.touch(e, h)
+	}
 	return e, cold, nil
 }
 
@@ -189,7 +194,7 @@ func (s *spec) release(e *entry, cold bool) {
 // It returns dst unchanged (empty) if the key has no state anywhere.
 func (s *spec) peek(key string, h uint64, dst []counter) ([]counter, error) {
 	db := s.db
-	if e, ok := db.cache.Get(h); ok && e != nil && e.s == s && e.key == key {
+	if e := db.fastFind(h, s, key); e != nil {
 		e.mu.Lock()
 		if !e.gone {
 			dst = e.counters(dst)
@@ -219,11 +224,11 @@ func (s *spec) peek(key string, h uint64, dst []counter) ([]counter, error) {
 // deleted the key's record.
 func (s *spec) reset(key string) error {
 	db := s.db
-	if !db.enter() {
+	h := s.hash(key)
+	if !db.enter(h) {
 		return ErrClosed
 	}
-	defer db.exit()
-	h := s.hash(key)
+	defer db.exit(h)
 	sh := db.shard(h)
 	sh.mu.Lock()
 	e := sh.find(h, s, key)

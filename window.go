@@ -57,12 +57,12 @@ func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (R
 		return Result{}, fmt.Errorf("%w: increment %d is not positive", ErrInvalidArgument, increment)
 	}
 	db := w.db
-	if !db.enter() {
+	h := w.hash(key)
+	if !db.enter(h) {
 		return Result{}, ErrClosed
 	}
-	defer db.exit()
+	defer db.exit(h)
 	now := db.now()
-	h := w.hash(key)
 	e, cold, err := w.acquire(key, h, now)
 	if err != nil {
 		return Result{}, err
@@ -174,12 +174,12 @@ func (w *Window) current(c *counter, key string, now int64) (count, end int64) {
 // when fn succeeds.
 func (w *Window) mutate(key string, fn func(c *counter, now int64) (int64, error)) (int64, error) {
 	db := w.db
-	if !db.enter() {
+	h := w.hash(key)
+	if !db.enter(h) {
 		return 0, ErrClosed
 	}
-	defer db.exit()
+	defer db.exit(h)
 	now := db.now()
-	h := w.hash(key)
 	e, cold, err := w.acquire(key, h, now)
 	if err != nil {
 		return 0, err
@@ -198,13 +198,14 @@ func (w *Window) read(ctx context.Context, key string) (counter, int64, error) {
 		return counter{}, 0, err
 	}
 	db := w.db
-	if !db.enter() {
+	h := w.hash(key)
+	if !db.enter(h) {
 		return counter{}, 0, ErrClosed
 	}
-	defer db.exit()
+	defer db.exit(h)
 	now := db.now()
 	var buf [1]counter
-	cs, err := w.peek(key, w.hash(key), buf[:0])
+	cs, err := w.peek(key, h, buf[:0])
 	if err != nil || len(cs) == 0 {
 		return counter{}, now, err
 	}

@@ -1,0 +1,268 @@
+package ratedb_test
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLayeredAllOrNothing(t *testing.T) {
+	modes(t, func(t *testing.T, path string) {
+		c := newClock()
+		db := openDB(t, path, testOptions(c))
+		l, err := db.Layered(ratedb.FixedWindow,
+			ratedb.Tier{Scale: time.Minute, Limit: 1},
+			ratedb.Tier{Scale: 15 * time.Minute, Limit: 3},
+		)
+		require.NoError(t, err)
+
+		r, err := l.Hit(ctx, "login", 1)
+		require.NoError(t, err)
+		assert.True(t, r.Allowed)
+		assert.Equal(t, 0, r.Tier, "the per-minute tier has the least room")
+		require.Len(t, r.Tiers, 2)
+		assert.Equal(t, int64(1), r.Tiers[0].Count)
+		assert.Equal(t, int64(1), r.Tiers[1].Count)
+		assert.Equal(t, int64(2), r.Tiers[1].Remaining)
+
+		r, err = l.Hit(ctx, "login", 1)
+		require.NoError(t, err)
+		assert.False(t, r.Allowed)
+		assert.Equal(t, 0, r.Tier)
+		assert.False(t, r.Tiers[0].Fits)
+		assert.True(t, r.Tiers[1].Fits)
+		assert.Equal(t, time.Minute, r.RetryAfter)
+		assert.Equal(t, int64(1), r.Tiers[1].Count, "a denied hit counts in no tier")
+
+		for i := 0; i < 2; i++ {
+			c.Advance(time.Minute)
+			r, err = l.Hit(ctx, "login", 1)
+			require.NoError(t, err)
+			require.True(t, r.Allowed, "minute %d", i+1)
+		}
+		c.Advance(time.Minute) // minute 3: the 15-minute tier is full
+		r, err = l.Hit(ctx, "login", 1)
+		require.NoError(t, err)
+		assert.False(t, r.Allowed)
+		assert.Equal(t, 1, r.Tier, "the 15-minute tier denied")
+		assert.True(t, r.Tiers[0].Fits)
+		assert.Zero(t, r.Tiers[0].Count, "no phantom count in the shorter tier")
+		assert.Equal(t, 12*time.Minute, r.RetryAfter)
+		assert.Equal(t, int64(3), r.Count)
+		assert.Equal(t, int64(3), r.Limit)
+		assert.Equal(t, 15*time.Minute, r.Scale)
+
+		counts, err := l.Get(ctx, "login")
+		require.NoError(t, err)
+		assert.Equal(t, []int64{0, 3}, counts)
+		ends, err := l.ExpiresAt(ctx, "login")
+		require.NoError(t, err)
+		assert.True(t, ends[0].IsZero())
+		assert.True(t, epoch.Add(15*time.Minute).Equal(ends[1]))
+
+		c.Advance(12 * time.Minute)
+		r, err = l.Hit(ctx, "login", 1)
+		require.NoError(t, err)
+		assert.True(t, r.Allowed, "RetryAfter was exact")
+
+		require.NoError(t, l.Reset(ctx, "login"))
+		counts, err = l.Get(ctx, "login")
+		require.NoError(t, err)
+		assert.Equal(t, []int64{0, 0}, counts)
+
+		n, err := l.Inc(ctx, "login", 5)
+		require.NoError(t, err)
+		assert.Equal(t, []int64{5, 5}, n)
+	})
+}
+
+func TestLayeredRetryAfterAllDenyingTiers(t *testing.T) {
+	c := newClock()
+	c.Advance(30 * time.Second)
+	db := openDB(t, "", testOptions(c))
+	l, err := db.Layered(ratedb.FixedWindow,
+		ratedb.Tier{Scale: time.Hour, Limit: 2},
+		ratedb.Tier{Scale: time.Minute, Limit: 2},
+		ratedb.Tier{Scale: 24 * time.Hour, Limit: 100},
+	)
+	require.NoError(t, err)
+	_, err = l.Hit(ctx, "k", 2)
+	require.NoError(t, err)
+	r, err := l.Hit(ctx, "k", 1)
+	require.NoError(t, err)
+	assert.False(t, r.Allowed)
+	assert.Equal(t, 0, r.Tier, "of the two denying tiers, the hour frees up last")
+	assert.Equal(t, time.Hour-30*time.Second, r.RetryAfter)
+}
+
+// TestLayeredConcurrentExactness hits one key from many goroutines through
+// several phases of a fake clock; in every phase the allowed total must be
+// exactly what a sequential model allows, and every tier must hold exactly
+// the allowed total of its window.
+func TestLayeredConcurrentExactness(t *testing.T) {
+	for _, alg := range []ratedb.Algorithm{ratedb.FixedWindow, ratedb.PerKeyWindow, ratedb.StaggeredWindow} {
+		t.Run(alg.String(), func(t *testing.T) {
+			modes(t, func(t *testing.T, path string) {
+				c := newClock()
+				opts := testOptions(c)
+				opts.MaxHotKeys = 4
+				db := openDB(t, path, opts)
+				tiers := []ratedb.Tier{
+					{Scale: time.Minute, Limit: 7},
+					{Scale: time.Hour, Limit: 20},
+					{Scale: 24 * time.Hour, Limit: 1000},
+				}
+				l, err := db.Layered(alg, tiers...)
+				require.NoError(t, err)
+				var total int64
+				for phase := 0; phase < 4; phase++ {
+					var allowed atomic.Int64
+					var wg sync.WaitGroup
+					for g := 0; g < 32; g++ {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for i := 0; i < 20; i++ {
+								r, err := l.Hit(ctx, "key", 1)
+								if err != nil {
+									t.Error(err)
+									return
+								}
+								if r.Allowed {
+									allowed.Add(1)
+								}
+								// Churn other keys through the tiny cache.
+								if _, err := l.Hit(ctx, fmt.Sprint("noise-", g, "-", i), 1); err != nil {
+									t.Error(err)
+									return
+								}
+							}
+						}()
+					}
+					wg.Wait()
+					// Model: each phase is a fresh minute; the hour tier
+					// caps the total at 20.
+					want := min(int64(7), 20-total)
+					assert.Equal(t, want, allowed.Load(), "phase %d", phase)
+					total += allowed.Load()
+					counts, err := l.Get(ctx, "key")
+					require.NoError(t, err)
+					assert.Equal(t, want, counts[0], "minute tier, phase %d", phase)
+					if alg == ratedb.FixedWindow || alg == ratedb.PerKeyWindow {
+						assert.Equal(t, total, counts[1], "hour tier, phase %d", phase)
+					}
+					if path != "" {
+						require.NoError(t, db.Snapshot())
+					}
+					c.Advance(time.Minute)
+				}
+			})
+		})
+	}
+}
+
+func TestLayeredRestartAndJanitor(t *testing.T) {
+	path := tempPath(t)
+	c := newClock()
+	opts := testOptions(c)
+	db, err := ratedb.Open(path, opts)
+	require.NoError(t, err)
+	tiers := []ratedb.Tier{{Scale: time.Minute, Limit: 5}, {Scale: time.Hour, Limit: 10}}
+	l, err := db.Layered(ratedb.FixedWindow, tiers...)
+	require.NoError(t, err)
+	_, err = l.Hit(ctx, "k", 4)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	db = openDB(t, path, opts)
+	l, err = db.Layered(ratedb.FixedWindow, tiers...)
+	require.NoError(t, err)
+	counts, err := l.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{4, 4}, counts, "every tier resumes")
+
+	c.Advance(2 * time.Minute) // the minute tier expired, the hour tier did not
+	removed, err := db.Clean()
+	require.NoError(t, err)
+	assert.Zero(t, removed, "a layered key stays while any tier is live")
+	counts, err = l.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{0, 4}, counts)
+
+	c.Advance(time.Hour)
+	removed, err = db.Clean()
+	require.NoError(t, err)
+	assert.Equal(t, 1, removed)
+	assert.Zero(t, db.Stats().WindowsOnDisk)
+}
+
+func TestLayeredValidation(t *testing.T) {
+	db := openDB(t, "", testOptions(newClock()))
+	many := make([]ratedb.Tier, 17)
+	for i := range many {
+		many[i] = ratedb.Tier{Scale: time.Duration(i+1) * time.Second, Limit: 1}
+	}
+	cases := map[string][]ratedb.Tier{
+		"no tiers":       nil,
+		"too many tiers": many,
+		"zero scale":     {{Scale: 0, Limit: 1}},
+		"sub-ms scale":   {{Scale: time.Minute, Limit: 1}, {Scale: 10 * time.Microsecond, Limit: 1}},
+		"negative limit": {{Scale: time.Minute, Limit: -1}},
+	}
+	for name, tiers := range cases {
+		_, err := db.Layered(ratedb.FixedWindow, tiers...)
+		assert.ErrorIs(t, err, ratedb.ErrInvalidArgument, name)
+	}
+	_, err := db.Layered(ratedb.Algorithm(0), ratedb.Tier{Scale: time.Minute, Limit: 1})
+	assert.ErrorIs(t, err, ratedb.ErrInvalidArgument)
+
+	l, err := db.Layered(ratedb.PerKeyWindow, ratedb.Tier{Scale: time.Hour, Limit: 3}, ratedb.Tier{Scale: time.Minute, Limit: 1})
+	require.NoError(t, err, "tiers need not be ordered")
+	assert.Equal(t, []ratedb.Tier{{Scale: time.Hour, Limit: 3}, {Scale: time.Minute, Limit: 1}}, l.Tiers())
+	_, err = l.Hit(ctx, "k", 0)
+	assert.ErrorIs(t, err, ratedb.ErrInvalidArgument)
+	_, err = l.Hit(ctx, "", 1)
+	assert.ErrorIs(t, err, ratedb.ErrInvalidArgument)
+}
+
+// TestStaggeredSpreadsResets checks that StaggeredWindow keys reset at
+// different instants, each at a stable offset from the aligned boundary, and
+// that a key's boundaries are the same after a restart.
+func TestStaggeredSpreadsResets(t *testing.T) {
+	path := tempPath(t)
+	c := newClock()
+	db, err := ratedb.Open(path, testOptions(c))
+	require.NoError(t, err)
+	w, err := db.Window(ratedb.StaggeredWindow, time.Minute)
+	require.NoError(t, err)
+	ends := map[int64]bool{}
+	first := map[string]time.Time{}
+	for i := 0; i < 100; i++ {
+		k := fmt.Sprint("client-", i)
+		r, err := w.Hit(ctx, k, 10, 1)
+		require.NoError(t, err)
+		ends[r.ResetAt.UnixMilli()] = true
+		first[k] = r.ResetAt
+		d := r.ResetAt.Sub(c.Now())
+		assert.True(t, d > 0 && d <= time.Minute, "window contains now")
+	}
+	assert.Greater(t, len(ends), 90, "resets are spread over the minute")
+	require.NoError(t, db.Close())
+
+	// After a restart, a key's next window ends exactly one scale later.
+	c.Advance(time.Minute)
+	db = openDB(t, path, testOptions(c))
+	w, err = db.Window(ratedb.StaggeredWindow, time.Minute)
+	require.NoError(t, err)
+	for k, end := range first {
+		r, err := w.Hit(ctx, k, 10, 1)
+		require.NoError(t, err)
+		assert.True(t, end.Add(time.Minute).Equal(r.ResetAt), "key %s keeps its boundaries", k)
+	}
+}
