@@ -1,0 +1,57 @@
+// Package ratedb is an embeddable fixed-window rate limiter whose counts
+// survive process restarts.
+//
+// Windows are counted in memory, at in-memory speed, and the windows that
+// changed are written periodically to a bbolt file, so "100 requests per
+// minute per user" keeps counting across a deploy or a crash:
+//
+//	db, err := ratedb.Open("limits.db", nil)
+//	...
+//	perMinute, err := db.Window(ratedb.PerKeyWindow, time.Minute)
+//	r, err := perMinute.Hit(ctx, "user:42", 100, 1)
+//	if !r.Allowed { /* 429, retry after r.RetryAfter */ }
+//
+// # Algorithms
+//
+// FixedWindow aligns every key's windows to multiples of the scale since the
+// Unix epoch; PerKeyWindow starts a key's window at its first allowed hit;
+// StaggeredWindow is FixedWindow shifted per key by a stable hash, so keys do
+// not all reset at once. A denied hit counts nothing, so a client that keeps
+// hammering a denied key does not deepen its own penalty. Layered limits a
+// key by several windows at once, all or nothing.
+//
+// # Guarantees
+//
+// Exactness: with any number of goroutines hitting one key, exactly limit
+// hits of increment 1 are allowed per window. Evictions from the in-memory
+// cache, snapshots, janitor passes and restarts never lose a live window or
+// count a hit twice.
+//
+// Durability: a graceful Close loses nothing. A crash (SIGKILL, power loss)
+// loses at most the hits admitted since the last committed snapshot began;
+// by default snapshots run every second. Nothing is ever counted twice. After
+// a crash a key can therefore be allowed up to limit plus the hits lost in
+// that window.
+//
+// Clock: time granularity is the millisecond, and time never runs backwards
+// for a DB: a clock that jumps back is held at the newest reading seen (also
+// across restarts), so a window is never reopened early and never lives more
+// than one scale past the newest time seen.
+//
+// Concurrency: a DB and its Window and Layered limiters are safe for
+// concurrent use. One file can be open in one DB at a time: a second Open,
+// from this process or another, waits Options.OpenTimeout and returns
+// ErrLocked.
+//
+// # Caveats
+//
+// A fixed window allows a burst of up to twice the limit across a window
+// boundary (limit hits at the end of one window, limit more at the start of
+// the next); StaggeredWindow and PerKeyWindow move that boundary per key but
+// do not remove it. ratedb is for one process on one machine: it does not
+// share counts between processes. Keys are at most MaxKeyLen bytes. Expired
+// windows leave memory and the file at the first janitor pass after their
+// end plus Options.KeyOlderThan; the file does not shrink when they do (bbolt
+// reuses its free pages). Raw keys may be personal data: ratedb never puts
+// them in errors or logs, but they are stored as-is in the file.
+package ratedb

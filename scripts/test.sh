@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every test of the repository on a fresh machine with Go installed:
+# vet, the root module under the race detector with shuffled order, a short
+# fuzzing run of each fuzz target, and the bench module's smoke tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== go vet"
+go vet ./...
+echo "== go test -race -shuffle=on ./..."
+go test -race -shuffle=on -timeout 30m ./...
+echo "== fuzz (short)"
+go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 10s ./internal/record
+go test -run '^$' -fuzz '^FuzzWindowArithmetic$' -fuzztime 10s .
+if [ -f bench/go.mod ]; then
+  echo "== bench module (smoke)"
+  (cd bench && go vet ./... && go test -short -timeout 20m ./...)
+fi
