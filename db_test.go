@@ -683,3 +683,99 @@ func TestStatsErrorsMatch(t *testing.T) {
 		assert.True(t, strings.HasPrefix(a.Error(), "ratedb: "))
 	}
 }
+
+func TestSnapshotCostsChangedWindowsOnly(t *testing.T) {
+	path := tempPath(t)
+	c := newClock()
+	db, err := ratedb.Open(path, testOptions(c))
+	require.NoError(t, err)
+	w, _ := db.Window(ratedb.FixedWindow, time.Hour)
+	for i := 0; i < 1000; i++ {
+		_, err := w.Hit(ctx, fmt.Sprint("k", i), 10, 1)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Snapshot())
+	st := db.Stats()
+	assert.Equal(t, int64(1), st.Snapshots)
+	assert.Equal(t, int64(1000), st.LastSnapshotWindows)
+	assert.Positive(t, st.LastSnapshotBytes)
+	assert.Positive(t, st.LastSnapshotDuration)
+	assert.Equal(t, int64(1000), st.WindowsOnDisk)
+
+	for i := 0; i < 3; i++ {
+		_, err := w.Hit(ctx, fmt.Sprint("k", i), 10, 1)
+		require.NoError(t, err)
+	}
+	_, err = w.Hit(ctx, "k5", 0, 1) // denied: changes nothing
+	require.NoError(t, err)
+	require.NoError(t, db.Snapshot())
+	st = db.Stats()
+	assert.Equal(t, int64(2), st.Snapshots)
+	assert.Equal(t, int64(3), st.LastSnapshotWindows, "only changed windows are written")
+	require.NoError(t, db.Snapshot())
+	assert.Equal(t, int64(2), db.Stats().Snapshots, "a snapshot with nothing changed writes nothing")
+	require.NoError(t, db.Close())
+
+	// Opening reads no window: they load on first use.
+	db = openDB(t, path, testOptions(c))
+	st = db.Stats()
+	assert.Zero(t, st.WindowsInMemory)
+	assert.Zero(t, st.Reloaded)
+	assert.Equal(t, int64(1000), st.WindowsOnDisk)
+	w, _ = db.Window(ratedb.FixedWindow, time.Hour)
+	n, err := w.Get(ctx, "k1")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), n)
+	r, err := w.Hit(ctx, "k2", 10, 1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), r.Count)
+	assert.Equal(t, int64(1), db.Stats().Reloaded)
+}
+
+// TestCloseRacesHits closes a DB under heavy traffic: no panic, no hang, every
+// call completes or returns ErrClosed, and every allowed hit is in the file.
+func TestCloseRacesHits(t *testing.T) {
+	path := tempPath(t)
+	c := newClock()
+	opts := testOptions(c)
+	opts.MaxHotKeys = 8
+	db, err := ratedb.Open(path, opts)
+	require.NoError(t, err)
+	w, _ := db.Window(ratedb.FixedWindow, time.Hour)
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				r, err := w.Hit(ctx, fmt.Sprint("k", i%50), 1<<40, 1)
+				if errors.Is(err, ratedb.ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if r.Allowed {
+					allowed.Add(1)
+				}
+			}
+		}()
+	}
+	for db.Stats().Allowed < 2000 {
+		runtimeGosched()
+	}
+	require.NoError(t, db.Close())
+	wg.Wait()
+
+	db = openDB(t, path, opts)
+	w, _ = db.Window(ratedb.FixedWindow, time.Hour)
+	var total int64
+	for k := 0; k < 50; k++ {
+		n, err := w.Get(ctx, fmt.Sprint("k", k))
+		require.NoError(t, err)
+		total += n
+	}
+	assert.Equal(t, allowed.Load(), total, "a graceful Close loses nothing")
+}

@@ -2,6 +2,7 @@ package ratedb_test
 
 import (
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -66,3 +67,5 @@ func modes(t *testing.T, fn func(t *testing.T, path string)) {
 }
 
 func filepathGlob(pattern string) ([]string, error) { return filepath.Glob(pattern) }
+
+func runtimeGosched() { runtime.Gosched() }

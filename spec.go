@@ -144,7 +144,10 @@ func (s *spec) acquire(key string, h uint64, now int64) (e *entry, cold bool, er
 	db := s.db
 	if e := db.fastFind(h, s, key); e != nil {
 		e.mu.Lock()
-		if !e.gone {
+		// A cold entry takes the slow path, which offers it to the cache
+		// again: otherwise a busy window the cache evicted would stay in
+		// memory beyond MaxHotKeys.
+		if !e.gone && e.hot.Load() {
 			db.touch(e, h)
 			return e, false, nil
 		}
