@@ -78,11 +78,16 @@ type Result struct {
 
 // TierResult is the state of one tier of a Layered limiter after a call.
 type TierResult struct {
-	Scale     time.Duration
-	Limit     int64
-	Count     int64 // count in this tier's current window after the call
-	Remaining int64 // max(0, Limit-Count)
-	ResetAt   time.Time
+	// Scale is the tier's window length.
+	Scale time.Duration
+	// Limit is the tier's limit.
+	Limit int64
+	// Count is the count in this tier's current window after the call.
+	Count int64
+	// Remaining is max(0, Limit-Count).
+	Remaining int64
+	// ResetAt is the end of this tier's current window (exclusive).
+	ResetAt time.Time
 	// Fits reports whether this tier had room for the increment. A hit is
 	// allowed only when every tier fits.
 	Fits bool

@@ -1,0 +1,233 @@
+package httplimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratedb/ratedb"
+)
+
+// Options configures a Middleware. The zero value of every field selects
+// its default; pass nil to New for all defaults. New copies the Options:
+// changing them afterwards has no effect.
+type Options struct {
+	// KeyFunc returns the key of a request; requests with the same key share
+	// a quota. Default KeyByIP: the direct peer's address, IPv6 folded to
+	// its /64. Behind a reverse proxy use KeyByClientIP.
+	KeyFunc KeyFunc
+
+	// Cost returns how many units of the quota a request takes, for
+	// endpoints that weigh more than others. Default: every request costs 1.
+	// A cost below 1 is a programming error: the request is handled by the
+	// error policy with ErrInvalidCost (use Exempt to let a request through
+	// uncounted). A cost above the limit never fits and is always denied.
+	Cost func(r *http.Request) int64
+
+	// Exempt reports whether a request bypasses the limiter: it is neither
+	// counted nor checked and gets no rate-limit headers. Default: no
+	// request is exempt. Exempt runs before KeyFunc and Cost.
+	Exempt func(r *http.Request) bool
+
+	// OnLimited writes the response to a request over its quota. When it is
+	// called the RateLimit headers and Retry-After are already set on the
+	// response (read them from w.Header() to build a body). Default: status
+	// 429 with the body "Too Many Requests".
+	OnLimited http.Handler
+
+	// OnNoKey writes the response to a request whose KeyFunc returned
+	// ErrNoKey (or an empty key), such as a missing API-key header. Default:
+	// status 400 with the body "Bad Request".
+	OnNoKey http.Handler
+
+	// OnUnavailable writes the response when no decision could be made (the
+	// limiter, the KeyFunc or Cost failed) and FailOpen is false. Default:
+	// status 503 with the body "Service Unavailable". The error is not
+	// passed on, so that its text cannot reach the client; use OnError to
+	// see it.
+	OnUnavailable http.Handler
+
+	// OnError, if set, is called with every error counted by
+	// Middleware.Errors, before the response is written or the request
+	// passed on, for logging and metrics; match the error with errors.Is.
+	// It must not write to the response. Errors from ratedb and from this
+	// package never contain the key; errors from a custom Rater or KeyFunc
+	// are passed on as they are.
+	OnError func(r *http.Request, err error)
+
+	// FailOpen lets a request through, uncounted and without rate-limit
+	// headers, when no decision could be made. Default false: such requests
+	// get OnUnavailable. Failing open keeps the service up when the limiter
+	// is down, at the price of no limit at all while it is.
+	FailOpen bool
+
+	// LegacyHeaders adds X-RateLimit-Limit, X-RateLimit-Remaining and
+	// X-RateLimit-Reset (the Unix time in seconds, rounded up, at which the
+	// window ends) next to the RateLimit headers, for clients that only know
+	// the older convention. Default false.
+	LegacyHeaders bool
+
+	// Clock is the time source for RateLimit-Reset. Default time.Now. If the
+	// limiter's DB has an injected clock (ratedb.Options.Clock), pass the
+	// same one.
+	Clock func() time.Time
+}
+
+// Middleware limits the rate of HTTP requests with a Rater. Its Handler
+// method is the middleware itself, a func(http.Handler) http.Handler that
+// net/http and routers such as chi (r.Use(m.Handler)) accept.
+//
+// A Middleware is safe for concurrent use.
+type Middleware struct {
+	rater         Rater
+	key           KeyFunc
+	cost          func(*http.Request) int64
+	exempt        func(*http.Request) bool
+	onLimited     http.Handler
+	onNoKey       http.Handler
+	onUnavailable http.Handler
+	onError       func(*http.Request, error)
+	failOpen      bool
+	legacy        bool
+	clock         func() time.Time
+
+	errors atomic.Uint64
+}
+
+// New returns a middleware that limits requests with r: a *ratedb.Layered,
+// or a single window adapted by Window. opts may be nil for the defaults.
+// It returns an error for a nil r, or a Window with a nil limiter or a
+// negative limit.
+func New(r Rater, opts *Options) (*Middleware, error) {
+	if err := validate(r); err != nil {
+		return nil, err
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	m := &Middleware{
+		rater:         r,
+		key:           o.KeyFunc,
+		cost:          o.Cost,
+		exempt:        o.Exempt,
+		onLimited:     o.OnLimited,
+		onNoKey:       o.OnNoKey,
+		onUnavailable: o.OnUnavailable,
+		onError:       o.OnError,
+		failOpen:      o.FailOpen,
+		legacy:        o.LegacyHeaders,
+		clock:         o.Clock,
+	}
+	if m.key == nil {
+		m.key = KeyByIP
+	}
+	if m.onLimited == nil {
+		m.onLimited = statusHandler(http.StatusTooManyRequests)
+	}
+	if m.onNoKey == nil {
+		m.onNoKey = statusHandler(http.StatusBadRequest)
+	}
+	if m.onUnavailable == nil {
+		m.onUnavailable = statusHandler(http.StatusServiceUnavailable)
+	}
+	if m.clock == nil {
+		m.clock = time.Now
+	}
+	return m, nil
+}
+
+func validate(r Rater) error {
+	switch v := r.(type) {
+	case nil:
+		return errors.New("httplimit: nil Rater")
+	case *ratedb.Layered:
+		if v == nil {
+			return errors.New("httplimit: nil *ratedb.Layered")
+		}
+	case *window:
+		return v.validate()
+	}
+	return nil
+}
+
+// statusHandler writes code with its status text as the body.
+func statusHandler(code int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, http.StatusText(code), code)
+	})
+}
+
+// Handler wraps next: every request that is not exempt is checked against
+// its quota and counted; allowed requests reach next with the RateLimit
+// headers set, denied ones get OnLimited. It panics if next is nil.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	if next == nil {
+		panic("httplimit: nil handler")
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.serve(next, w, r)
+	})
+}
+
+// Errors returns how many requests could not be decided since New: errors
+// from the Rater, from the KeyFunc (other than ErrNoKey) and invalid costs.
+// Requests abandoned by their client while the Rater ran are not counted.
+func (m *Middleware) Errors() uint64 { return m.errors.Load() }
+
+func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	if m.exempt != nil && m.exempt(r) {
+		next.ServeHTTP(w, r)
+		return
+	}
+	now := m.clock()
+	res, err := m.decide(r)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrNoKey):
+		m.onNoKey.ServeHTTP(w, r)
+		return
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		return // the client is gone: nobody reads a response
+	default:
+		m.errors.Add(1)
+		if m.onError != nil {
+			m.onError(r, err)
+		}
+		if m.failOpen {
+			next.ServeHTTP(w, r)
+		} else {
+			m.onUnavailable.ServeHTTP(w, r)
+		}
+		return
+	}
+	h := w.Header()
+	setHeaders(h, &res, now, m.legacy)
+	if !res.Allowed {
+		h.Set("Retry-After", formatInt(retryAfterSeconds(res.RetryAfter)))
+		m.onLimited.ServeHTTP(w, r)
+		return
+	}
+	next.ServeHTTP(w, r)
+}
+
+// decide computes the request's key and cost and asks the Rater.
+func (m *Middleware) decide(r *http.Request) (ratedb.Result, error) {
+	key, err := m.key(r)
+	if err != nil {
+		return ratedb.Result{}, err
+	}
+	if key == "" {
+		return ratedb.Result{}, ErrNoKey
+	}
+	cost := int64(1)
+	if m.cost != nil {
+		if cost = m.cost(r); cost < 1 {
+			return ratedb.Result{}, fmt.Errorf("%w: %d", ErrInvalidCost, cost)
+		}
+	}
+	return m.rater.Hit(r.Context(), storeKey(key), cost)
+}

@@ -1,0 +1,260 @@
+package httplimit
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// Forwarding header names understood by Proxies.
+const (
+	// HeaderXForwardedFor is the de-facto standard list of hops, to which
+	// each proxy appends the address it received the request from.
+	HeaderXForwardedFor = "X-Forwarded-For"
+	// HeaderForwarded is the RFC 7239 list of hops; the middleware reads the
+	// for= parameter of each element.
+	HeaderForwarded = "Forwarded"
+	// HeaderXRealIP is the single client address set by nginx's realip
+	// configurations and others.
+	HeaderXRealIP = "X-Real-IP"
+)
+
+// Proxies describes the reverse proxies in front of the server, so that the
+// client's address can be read from forwarding headers. Forwarding headers
+// are written by whoever sends the request: they are believed only when the
+// direct peer (r.RemoteAddr) is a trusted proxy, and then only as far as
+// the chain of trusted proxies goes.
+//
+// A Proxies is not modified by the functions that take it and may be shared.
+type Proxies struct {
+	// Trusted lists the networks of the proxies whose forwarding headers are
+	// believed. Empty: none, every forwarding header is ignored and the
+	// client is the direct peer. IPv4-mapped IPv6 addresses are matched as
+	// IPv4.
+	Trusted []netip.Prefix
+
+	// Headers names the forwarding headers to read, in order of preference:
+	// the first one present in the request decides, the others are ignored.
+	// Default: X-Forwarded-For alone.
+	//
+	// X-Forwarded-For and Forwarded are read as lists of hops, walked from
+	// the right (the hop closest to the server) past every trusted proxy; the
+	// client is the first untrusted address. When every hop is trusted it is
+	// the leftmost one; at a hop that is not an IP address ("unknown",
+	// obfuscated identifiers, garbage) the walk stops and the client is the
+	// last trusted address reached. Any other header (X-Real-IP,
+	// CF-Connecting-IP, True-Client-IP) is read as one address, from the
+	// last line of the header; if it is not an IP address the client is the
+	// direct peer.
+	//
+	// List only headers your proxies set or overwrite on every request. A
+	// header that passes through them unchanged is chosen by the client, who
+	// can then change its key, and so its quota, at will: for example, if
+	// the proxy sets only X-Real-IP and Headers lists X-Forwarded-For first,
+	// a client that sends its own X-Forwarded-For escapes the limit.
+	Headers []string
+}
+
+// ClientIP returns the address of r's client as described on Proxies,
+// unmapped (IPv4-mapped IPv6 addresses become IPv4) and without zone. It
+// returns ErrNoAddress when r.RemoteAddr holds no IP address. A nil p trusts
+// no proxy.
+func (p *Proxies) ClientIP(r *http.Request) (netip.Addr, error) {
+	if p == nil {
+		return peerAddr(r)
+	}
+	q := p.normalize()
+	return q.clientIP(r)
+}
+
+// normalize returns a copy of p with masked prefixes (invalid ones
+// dropped) and canonical header names, defaulting Headers.
+func (p Proxies) normalize() Proxies {
+	var q Proxies
+	for _, pfx := range p.Trusted {
+		if pfx.IsValid() {
+			if pfx.Addr().Is4In6() && pfx.Bits() >= 96 {
+				pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
+			}
+			q.Trusted = append(q.Trusted, pfx.Masked())
+		}
+	}
+	hs := p.Headers
+	if len(hs) == 0 {
+		hs = []string{HeaderXForwardedFor}
+	}
+	for _, h := range hs {
+		q.Headers = append(q.Headers, http.CanonicalHeaderKey(h))
+	}
+	return q
+}
+
+// clientIP is ClientIP for a normalized p.
+func (p *Proxies) clientIP(r *http.Request) (netip.Addr, error) {
+	peer, err := peerAddr(r)
+	if err != nil || !p.trusts(peer) {
+		return peer, err
+	}
+	for _, h := range p.Headers {
+		vs := r.Header.Values(h)
+		if len(vs) == 0 {
+			continue
+		}
+		switch h {
+		case HeaderXForwardedFor:
+			return p.walk(xffHops(vs), peer), nil
+		case HeaderForwarded:
+			return p.walk(forwardedHops(vs), peer), nil
+		default:
+			if a, ok := parseHop(vs[len(vs)-1]); ok {
+				return a, nil
+			}
+			return peer, nil
+		}
+	}
+	return peer, nil
+}
+
+// walk returns the client address of a list of hops (left to right, as
+// they appear in the headers) received from the trusted peer: the rightmost
+// untrusted hop; the last trusted address reached when it meets a hop that
+// is not an IP address or runs out of hops.
+func (p *Proxies) walk(hops []string, peer netip.Addr) netip.Addr {
+	last := peer
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, ok := parseHop(hops[i])
+		if !ok {
+			return last
+		}
+		if !p.trusts(a) {
+			return a
+		}
+		last = a
+	}
+	return last
+}
+
+func (p *Proxies) trusts(a netip.Addr) bool {
+	for _, pfx := range p.Trusted {
+		if pfx.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// peerAddr returns the address of r's direct peer.
+func peerAddr(r *http.Request) (netip.Addr, error) {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return clean(ap.Addr()), nil
+	}
+	if a, err := netip.ParseAddr(r.RemoteAddr); err == nil {
+		return clean(a), nil
+	}
+	return netip.Addr{}, ErrNoAddress
+}
+
+func clean(a netip.Addr) netip.Addr { return a.Unmap().WithZone("") }
+
+// foldIP returns the key of an address: an IPv4 address as it is, an IPv6
+// address as its /64 network ("2001:db8:1:2::/64").
+func foldIP(a netip.Addr) string {
+	if a.Is4() {
+		return a.String()
+	}
+	return netip.PrefixFrom(a, 64).Masked().String()
+}
+
+// parseHop parses one hop of a forwarding header: an IP address, with or
+// without a port, IPv6 with or without brackets.
+func parseHop(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	if a, err := netip.ParseAddr(s); err == nil {
+		return clean(a), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return clean(ap.Addr()), true
+	}
+	if len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']' {
+		if a, err := netip.ParseAddr(s[1 : len(s)-1]); err == nil {
+			return clean(a), true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// xffHops splits X-Forwarded-For header lines into hops, skipping empty
+// items.
+func xffHops(lines []string) []string {
+	var hops []string
+	for _, line := range lines {
+		for item := range strings.SplitSeq(line, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				hops = append(hops, item)
+			}
+		}
+	}
+	return hops
+}
+
+// forwardedHops returns the for= value of every element of RFC 7239
+// Forwarded header lines, unquoted; "" for an element without one (which
+// parseHop rejects, stopping the walk).
+func forwardedHops(lines []string) []string {
+	var hops []string
+	for _, line := range lines {
+		for _, elem := range splitQuoted(line, ',') {
+			if strings.TrimSpace(elem) == "" {
+				continue
+			}
+			hop := ""
+			for _, pair := range splitQuoted(elem, ';') {
+				name, value, ok := strings.Cut(pair, "=")
+				if ok && strings.EqualFold(strings.TrimSpace(name), "for") {
+					hop = unquote(strings.TrimSpace(value))
+					break
+				}
+			}
+			hops = append(hops, hop)
+		}
+	}
+	return hops
+}
+
+// splitQuoted splits s at every sep outside a quoted-string.
+func splitQuoted(s string, sep byte) []string {
+	var parts []string
+	start, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quoted && c == '\\':
+			i++ // skip the escaped character
+		case c == '"':
+			quoted = !quoted
+		case !quoted && c == sep:
+			parts = append(parts, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(parts, s[start:])
+}
+
+// unquote returns the content of an RFC 7230 quoted-string, or s itself if
+// it is not quoted.
+func unquote(s string) string {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return s
+	}
+	s = s[1 : len(s)-1]
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

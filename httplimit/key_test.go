@@ -1,0 +1,349 @@
+package httplimit_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/ratedb/ratedb/httplimit"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func request(remote string, hdr ...string) *http.Request {
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = remote
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Add(hdr[i], hdr[i+1])
+	}
+	return r
+}
+
+func TestKeyByIP(t *testing.T) {
+	for _, tc := range []struct {
+		name, remote, want string
+	}{
+		{"IPv4 as is", "192.0.2.1:1234", "192.0.2.1"},
+		{"IPv4 without port", "192.0.2.1", "192.0.2.1"},
+		{"IPv6 folded to /64", "[2001:db8:1:2:aaaa:bbbb:cccc:dddd]:443", "2001:db8:1:2::/64"},
+		{"another address in the same /64", "[2001:db8:1:2::1]:443", "2001:db8:1:2::/64"},
+		{"next /64", "[2001:db8:1:3::1]:443", "2001:db8:1:3::/64"},
+		{"IPv4-mapped IPv6 is IPv4", "[::ffff:192.0.2.1]:1", "192.0.2.1"},
+		{"zone dropped", "[fe80::1%eth0]:1", "fe80::/64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := httplimit.KeyByIP(request(tc.remote))
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, k)
+		})
+	}
+	for _, remote := range []string{"", "@", "/run/app.sock", "example.com:80"} {
+		_, err := httplimit.KeyByIP(request(remote))
+		assert.ErrorIs(t, err, httplimit.ErrNoAddress, "RemoteAddr %q", remote)
+	}
+}
+
+func TestIPv6SameSlash64SharesQuota(t *testing.T) {
+	clock := newClock(t0)
+	db := openDB(t, clock)
+	m, err := httplimit.New(httplimit.Window(fixedMinute(t, db), 1), &httplimit.Options{Clock: clock.Now})
+	require.NoError(t, err)
+	h := m.Handler(&counting{})
+
+	assert.Equal(t, http.StatusOK, do(h, "/", "[2001:db8:0:1::1]:1").Code)
+	assert.Equal(t, http.StatusTooManyRequests, do(h, "/", "[2001:db8:0:1:ffff::42]:1").Code, "same /64")
+	assert.Equal(t, http.StatusOK, do(h, "/", "[2001:db8:0:2::1]:1").Code, "another /64")
+}
+
+var allHeaders = []string{httplimit.HeaderXForwardedFor, httplimit.HeaderForwarded, httplimit.HeaderXRealIP}
+
+func TestSpoofedForwardingHeadersIgnored(t *testing.T) {
+	spoof := []string{
+		"X-Forwarded-For", "198.51.100.99",
+		"Forwarded", "for=198.51.100.99",
+		"X-Real-IP", "198.51.100.99",
+	}
+	trustingOthers := httplimit.Proxies{
+		Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		Headers: allHeaders,
+	}
+	for name, kf := range map[string]httplimit.KeyFunc{
+		"KeyByIP":                         httplimit.KeyByIP,
+		"KeyByClientIP without proxies":   httplimit.KeyByClientIP(httplimit.Proxies{Headers: allHeaders}),
+		"KeyByClientIP, peer not trusted": httplimit.KeyByClientIP(trustingOthers),
+	} {
+		t.Run(name, func(t *testing.T) {
+			k, err := kf(request("203.0.113.9:5555", spoof...))
+			require.NoError(t, err)
+			assert.Equal(t, "203.0.113.9", k)
+		})
+	}
+
+	// Through the middleware: rotating spoofed headers does not buy quota.
+	clock := newClock(t0)
+	db := openDB(t, clock)
+	m, err := httplimit.New(httplimit.Window(fixedMinute(t, db), 1), &httplimit.Options{
+		Clock:   clock.Now,
+		KeyFunc: httplimit.KeyByClientIP(trustingOthers),
+	})
+	require.NoError(t, err)
+	h := m.Handler(&counting{})
+	assert.Equal(t, http.StatusOK, do(h, "/", "203.0.113.9:1", "X-Forwarded-For", "1.1.1.1").Code)
+	assert.Equal(t, http.StatusTooManyRequests, do(h, "/", "203.0.113.9:1", "X-Forwarded-For", "2.2.2.2").Code)
+	assert.Equal(t, http.StatusTooManyRequests, do(h, "/", "203.0.113.9:1", "Forwarded", "for=3.3.3.3").Code)
+	assert.Equal(t, http.StatusTooManyRequests, do(h, "/", "203.0.113.9:1", "X-Real-IP", "4.4.4.4").Code)
+}
+
+func TestTrustedProxies(t *testing.T) {
+	trusted := []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("2001:db8:ffff::/48"),
+	}
+	xff := httplimit.HeaderXForwardedFor
+	for _, tc := range []struct {
+		name    string
+		headers []string // Proxies.Headers; nil for the default
+		remote  string
+		hdr     []string
+		want    string // client address
+	}{
+		{"XFF one hop", nil, "10.0.0.1:1", []string{xff, "198.51.100.7"}, "198.51.100.7"},
+		{"XFF walks past trusted hops, not to spoofed ones", nil, "10.0.0.1:1",
+			[]string{xff, "1.1.1.1, 198.51.100.7, 10.0.0.2"}, "198.51.100.7"},
+		{"XFF over several lines", nil, "10.0.0.1:1",
+			[]string{xff, "1.1.1.1", xff, "198.51.100.7,10.0.0.2"}, "198.51.100.7"},
+		{"XFF all trusted: leftmost", nil, "10.0.0.1:1", []string{xff, "10.0.0.3, 10.0.0.2"}, "10.0.0.3"},
+		{"XFF stops at garbage: last trusted hop", nil, "10.0.0.1:1",
+			[]string{xff, "198.51.100.7, garbage, 10.0.0.2"}, "10.0.0.2"},
+		{"XFF garbage only: the peer", nil, "10.0.0.1:1", []string{xff, "unknown"}, "10.0.0.1"},
+		{"XFF empty items skipped", nil, "10.0.0.1:1", []string{xff, "198.51.100.7,, ,"}, "198.51.100.7"},
+		{"XFF hop with port", nil, "10.0.0.1:1", []string{xff, "198.51.100.7:5555"}, "198.51.100.7"},
+		{"XFF IPv6 hop with brackets and port", nil, "10.0.0.1:1", []string{xff, "[2001:db8::1]:443"}, "2001:db8::1"},
+		{"XFF IPv6 hop with brackets", nil, "10.0.0.1:1", []string{xff, "[2001:db8::1]"}, "2001:db8::1"},
+		{"XFF IPv6 trusted proxy", nil, "[2001:db8:ffff::1]:1",
+			[]string{xff, "198.51.100.7, 2001:db8:ffff:1::9"}, "198.51.100.7"},
+		{"IPv4-mapped peer is trusted", nil, "[::ffff:10.0.0.1]:1", []string{xff, "198.51.100.7"}, "198.51.100.7"},
+		{"untrusted peer", nil, "203.0.113.5:1", []string{xff, "198.51.100.7"}, "203.0.113.5"},
+		{"no header: the peer", nil, "10.0.0.1:1", nil, "10.0.0.1"},
+		{"Forwarded ignored by default", nil, "10.0.0.1:1", []string{"Forwarded", "for=198.51.100.7"}, "10.0.0.1"},
+		{"X-Real-IP ignored by default", nil, "10.0.0.1:1", []string{"X-Real-IP", "198.51.100.7"}, "10.0.0.1"},
+
+		{"Forwarded RFC 7239 example", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=192.0.2.60;proto=http;by=203.0.113.43, for="[2001:db8:cafe::17]:4711"`},
+			"2001:db8:cafe::17"},
+		{"Forwarded walks past trusted hops", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=1.1.1.1, for=192.0.2.60;proto=https, for="10.0.0.2:80"`}, "192.0.2.60"},
+		{"Forwarded parameter names are case-insensitive", []string{"forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `proto=https;For=192.0.2.60`}, "192.0.2.60"},
+		{"Forwarded quoted comma", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=192.0.2.60, for="_x,y";by=a, for=10.0.0.2`}, "10.0.0.2"},
+		{"Forwarded unknown: the peer", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=unknown`}, "10.0.0.1"},
+		{"Forwarded element without for", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=192.0.2.60, proto=https`}, "10.0.0.1"},
+		{"Forwarded over several lines", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=1.1.1.1`, "Forwarded", `for=192.0.2.60`}, "192.0.2.60"},
+
+		{"X-Real-IP", []string{"X-Real-IP"}, "10.0.0.1:1", []string{"X-Real-IP", "198.51.100.7"}, "198.51.100.7"},
+		{"X-Real-IP last line", []string{"X-Real-IP"}, "10.0.0.1:1",
+			[]string{"X-Real-IP", "1.1.1.1", "X-Real-IP", "198.51.100.7"}, "198.51.100.7"},
+		{"X-Real-IP garbage: the peer", []string{"X-Real-IP"}, "10.0.0.1:1", []string{"X-Real-IP", "nope"}, "10.0.0.1"},
+		{"first present header decides", []string{"X-Real-IP", xff}, "10.0.0.1:1",
+			[]string{xff, "1.1.1.1", "X-Real-IP", "198.51.100.7"}, "198.51.100.7"},
+		{"falls through to the next header", []string{"X-Real-IP", xff}, "10.0.0.1:1",
+			[]string{xff, "198.51.100.7"}, "198.51.100.7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := httplimit.Proxies{Trusted: trusted, Headers: tc.headers}
+			r := request(tc.remote, tc.hdr...)
+			got, err := p.ClientIP(r)
+			require.NoError(t, err)
+			assert.Equal(t, netip.MustParseAddr(tc.want), got)
+
+			k, err := httplimit.KeyByClientIP(p)(r)
+			require.NoError(t, err)
+			want := tc.want
+			if a := netip.MustParseAddr(tc.want); a.Is6() {
+				want = netip.PrefixFrom(a, 64).Masked().String()
+			}
+			assert.Equal(t, want, k)
+		})
+	}
+}
+
+func TestProxiesMappedPrefixAndNil(t *testing.T) {
+	p := httplimit.Proxies{Trusted: []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}}
+	got, err := p.ClientIP(request("10.1.2.3:1", "X-Forwarded-For", "198.51.100.7"))
+	require.NoError(t, err)
+	assert.Equal(t, netip.MustParseAddr("198.51.100.7"), got, "an IPv4-mapped prefix matches IPv4 peers")
+
+	var none *httplimit.Proxies
+	got, err = none.ClientIP(request("10.1.2.3:1", "X-Forwarded-For", "198.51.100.7"))
+	require.NoError(t, err)
+	assert.Equal(t, netip.MustParseAddr("10.1.2.3"), got)
+
+	_, err = p.ClientIP(request("@"))
+	assert.ErrorIs(t, err, httplimit.ErrNoAddress)
+}
+
+func TestTrustedProxyThroughMiddleware(t *testing.T) {
+	clock := newClock(t0)
+	db := openDB(t, clock)
+	m, err := httplimit.New(httplimit.Window(fixedMinute(t, db), 1), &httplimit.Options{
+		Clock: clock.Now,
+		KeyFunc: httplimit.KeyByClientIP(httplimit.Proxies{
+			Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		}),
+	})
+	require.NoError(t, err)
+	h := m.Handler(&counting{})
+	// Two clients behind one proxy have their own quotas...
+	assert.Equal(t, http.StatusOK, do(h, "/", "10.0.0.1:1", "X-Forwarded-For", "198.51.100.1").Code)
+	assert.Equal(t, http.StatusOK, do(h, "/", "10.0.0.1:1", "X-Forwarded-For", "198.51.100.2").Code)
+	// ...and a client cannot escape by prepending a spoofed hop.
+	assert.Equal(t, http.StatusTooManyRequests,
+		do(h, "/", "10.0.0.1:1", "X-Forwarded-For", "5.5.5.5, 198.51.100.1").Code)
+}
+
+// rawHeader keys by a header's raw value (KeyByHeader hashes it).
+func rawHeader(name string) httplimit.KeyFunc {
+	return func(r *http.Request) (string, error) { return r.Header.Get(name), nil }
+}
+
+func TestKeysUnambiguous(t *testing.T) {
+	kf := httplimit.Keys(rawHeader("A"), rawHeader("B"))
+	key := func(a, b string) string {
+		t.Helper()
+		k, err := kf(request("192.0.2.1:1", "A", a, "B", b))
+		require.NoError(t, err)
+		return k
+	}
+	assert.NotEqual(t, key("a|b", "c"), key("a", "b|c"))
+	assert.NotEqual(t, key("ab", "c"), key("a", "bc"))
+	assert.NotEqual(t, key("1:a", "1:b"), key("1:a1:b", ""))
+	assert.NotEqual(t, key("", "3:abc"), key("3:abc", ""))
+	assert.Equal(t, key("x", "y"), key("x", "y"))
+
+	k, err := httplimit.Keys(httplimit.KeyConst("login"), httplimit.KeyByIP)(request("192.0.2.1:1"))
+	require.NoError(t, err)
+	assert.Equal(t, "5:login9:192.0.2.1", k)
+
+	_, err = httplimit.Keys(httplimit.KeyByIP, httplimit.KeyByRoute)(request("192.0.2.1:1"))
+	assert.ErrorIs(t, err, httplimit.ErrNoRoute, "the first error is returned")
+
+	assert.Panics(t, func() { httplimit.Keys() })
+	assert.Panics(t, func() { httplimit.Keys(httplimit.KeyByIP, nil) })
+	assert.Panics(t, func() { httplimit.KeyConst("") })
+}
+
+func FuzzKeysUnambiguous(f *testing.F) {
+	f.Add("a|b", "c", "a", "b|c")
+	f.Add("1:a", "", "", "1:a")
+	f.Add("ab", "c", "a", "bc")
+	kf := httplimit.Keys(rawHeader("A"), rawHeader("B"))
+	key := func(a, b string) string {
+		r := &http.Request{Header: http.Header{"A": {a}, "B": {b}}}
+		k, _ := kf(r)
+		return k
+	}
+	f.Fuzz(func(t *testing.T, a, b, c, d string) {
+		if (a == c && b == d) != (key(a, b) == key(c, d)) {
+			t.Fatalf("(%q, %q) and (%q, %q): keys %q and %q", a, b, c, d, key(a, b), key(c, d))
+		}
+	})
+}
+
+func TestKeyByHeader(t *testing.T) {
+	withFallback := httplimit.KeyByHeader("x-api-key", httplimit.KeyByIP)
+	k1, err := withFallback(request("192.0.2.1:1", "X-API-Key", "sk_live_abcdef"))
+	require.NoError(t, err)
+	assert.NotContains(t, k1, "sk_live", "the secret is not the key")
+	assert.True(t, strings.HasPrefix(k1, "sha256:"), k1)
+
+	k2, err := withFallback(request("192.0.2.2:1", "X-API-Key", "sk_live_abcdef"))
+	require.NoError(t, err)
+	assert.Equal(t, k1, k2, "the key follows the header, not the address")
+
+	k3, err := withFallback(request("192.0.2.1:1", "X-API-Key", "sk_live_other"))
+	require.NoError(t, err)
+	assert.NotEqual(t, k1, k3)
+
+	k, err := withFallback(request("192.0.2.1:1"))
+	require.NoError(t, err)
+	assert.Equal(t, "192.0.2.1", k, "missing header: the fallback")
+
+	_, err = httplimit.KeyByHeader("X-API-Key", nil)(request("192.0.2.1:1"))
+	assert.ErrorIs(t, err, httplimit.ErrNoKey)
+	_, err = httplimit.KeyByHeader("X-API-Key", nil)(request("192.0.2.1:1", "X-API-Key", ""))
+	assert.ErrorIs(t, err, httplimit.ErrNoKey, "an empty value is missing")
+}
+
+func TestMissingKeyIsRejectedNotCounted(t *testing.T) {
+	clock := newClock(t0)
+	db := openDB(t, clock)
+	onError := false
+	opts := &httplimit.Options{
+		Clock:   clock.Now,
+		KeyFunc: httplimit.KeyByHeader("X-API-Key", nil),
+		OnError: func(*http.Request, error) { onError = true },
+	}
+	m, err := httplimit.New(httplimit.Window(fixedMinute(t, db), 1), opts)
+	require.NoError(t, err)
+	next := &counting{}
+	h := m.Handler(next)
+
+	rec := do(h, "/", "192.0.2.1:1")
+	assert.Equal(t, http.StatusBadRequest, rec.Code)
+	assert.Equal(t, "Bad Request\n", rec.Body.String())
+	noRateHeaders(t, rec.Header())
+	assert.Zero(t, m.Errors())
+	assert.False(t, onError)
+	assert.Zero(t, next.n.Load())
+
+	assert.Equal(t, http.StatusOK, do(h, "/", "192.0.2.1:1", "X-API-Key", "k1").Code)
+	assert.Equal(t, http.StatusTooManyRequests, do(h, "/", "192.0.2.9:1", "X-API-Key", "k1").Code)
+
+	// A KeyFunc returning "" is a missing key too, and OnNoKey is replaceable.
+	opts.KeyFunc = func(*http.Request) (string, error) { return "", nil }
+	opts.OnNoKey = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+	})
+	m, err = httplimit.New(httplimit.Window(fixedMinute(t, db), 1), opts)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusUnauthorized, do(m.Handler(next), "/", "192.0.2.1:1").Code)
+	assert.Zero(t, m.Errors())
+}
+
+func TestKeyByRoute(t *testing.T) {
+	clock := newClock(t0)
+	db := openDB(t, clock)
+	var gotErr error
+	m, err := httplimit.New(httplimit.Window(fixedMinute(t, db), 1), &httplimit.Options{
+		Clock:   clock.Now,
+		KeyFunc: httplimit.Keys(httplimit.KeyByRoute, httplimit.KeyByIP),
+		OnError: func(_ *http.Request, err error) { gotErr = err },
+	})
+	require.NoError(t, err)
+	next := &counting{}
+	mux := http.NewServeMux()
+	mux.Handle("GET /items/{id}", m.Handler(next))
+	mux.Handle("GET /users", m.Handler(next))
+
+	assert.Equal(t, http.StatusOK, do(mux, "/items/1", "192.0.2.1:1").Code)
+	assert.Equal(t, http.StatusTooManyRequests, do(mux, "/items/2", "192.0.2.1:1").Code, "one quota per pattern")
+	assert.Equal(t, http.StatusOK, do(mux, "/users", "192.0.2.1:1").Code, "another pattern")
+	assert.Equal(t, http.StatusOK, do(mux, "/items/1", "192.0.2.2:1").Code, "another client")
+	assert.Zero(t, m.Errors())
+
+	k, err := httplimit.KeyByRoute(&http.Request{Pattern: "GET /items/{id}"})
+	require.NoError(t, err)
+	assert.Equal(t, "GET /items/{id}", k)
+
+	// Wrapping the mux instead: no pattern yet, a configuration error.
+	rec := do(m.Handler(mux), "/users", "192.0.2.3:1")
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.ErrorIs(t, gotErr, httplimit.ErrNoRoute)
+	assert.EqualValues(t, 1, m.Errors())
+}
