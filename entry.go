@@ -31,8 +31,8 @@ type entry struct {
 	inflight bool  // copied by a snapshot whose commit is pending (mu)
 	uses     uint8 // uses served by the fast table, to sample for the cache (mu)
 
-	c    counter   // tier 0 (mu)
-	more []counter // tiers 1.. of a Layered limiter (mu)
+	c    counter    // tier 0 (mu)
+	more *[]counter // tiers 1.. of a Layered limiter, nil for a Window (mu); a pointer keeps Window entries small
 
 	// expiry index membership (expiryIndex.mu)
 	expSlot          int64
@@ -40,33 +40,45 @@ type entry struct {
 }
 
 // tiers returns the number of counters the entry holds.
-func (e *entry) tiers() int { return 1 + len(e.more) }
+func (e *entry) tiers() int {
+	if e.more == nil {
+		return 1
+	}
+	return 1 + len(*e.more)
+}
 
 // tier returns counter i.
 func (e *entry) tier(i int) *counter {
 	if i == 0 {
 		return &e.c
 	}
-	return &e.more[i-1]
+	return &(*e.more)[i-1]
 }
 
 // counters appends a copy of every counter to dst.
 func (e *entry) counters(dst []counter) []counter {
 	dst = append(dst, e.c)
-	return append(dst, e.more...)
+	if e.more == nil {
+		return dst
+	}
+	return append(dst, *e.more...)
 }
 
 // setCounters overwrites the counters from cs (len(cs) == e.tiers()).
 func (e *entry) setCounters(cs []counter) {
 	e.c = cs[0]
-	copy(e.more, cs[1:])
+	if e.more != nil {
+		copy(*e.more, cs[1:])
+	}
 }
 
 // maxEnd is the latest end among the tiers.
 func (e *entry) maxEnd() int64 {
 	m := e.c.End
-	for _, c := range e.more {
-		m = max(m, c.End)
+	if e.more != nil {
+		for _, c := range *e.more {
+			m = max(m, c.End)
+		}
 	}
 	return m
 }

@@ -123,7 +123,8 @@ func (s *spec) nextEnd(i int, key string, now int64) int64 {
 func (s *spec) newEntry(key string, cs []counter) *entry {
 	e := &entry{s: s, key: cloneKey(key), expSlot: noSlot}
 	if n := len(s.scales); n > 1 {
-		e.more = make([]counter, n-1)
+		more := make([]counter, n-1)
+		e.more = &more
 	}
 	e.setCounters(cs)
 	return e
