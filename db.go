@@ -169,6 +169,9 @@ func (db *DB) Close() error {
 	if err := db.snapshot(); err != nil {
 		errs = append(errs, fmt.Errorf("ratedb: final snapshot: %w", err))
 	}
+	if err := db.saveHWM(); err != nil {
+		errs = append(errs, fmt.Errorf("ratedb: saving the newest time seen: %w", err))
+	}
 	db.shutdown.Store(true)
 	db.cache.Close()
 	if db.bolt != nil {

@@ -3,6 +3,7 @@ module github.com/ratedb/ratedb
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/stretchr/testify v1.11.1
 	go.etcd.io/bbolt v1.5.0

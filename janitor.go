@@ -246,6 +246,12 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 					n++
 				}
 			}
+			// The deletions are judged at now: the file must not claim an
+			// older newest time, or a restart whose clock reads earlier
+			// would find these windows live and empty.
+			if err := mb.Put(keyHWM, record.EncodeInt64(db.hwm.Load())); err != nil {
+				return err
+			}
 			return mb.Put(keyWindows, record.EncodeInt64(db.stats.diskWindows.Load()+delta))
 		})
 		if err != nil {

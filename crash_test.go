@@ -1,0 +1,279 @@
+package ratedb_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCrashAfterCleanKeepsTime: a janitor pass deletes a window's record
+// because time has passed its end. If the process then crashes and the
+// clock reads earlier after the restart, the window must not come back to
+// life empty: the file must remember the time at which the janitor judged
+// it expired. (Before the fix, the janitor's transaction did not write the
+// newest time seen, so the reopened DB ran at the older snapshot's time and
+// admitted a hit the committed state denies.)
+func TestCrashAfterCleanKeepsTime(t *testing.T) {
+	c := &mClock{}
+	base := int64(1_767_225_600_000)
+	c.set(base + 50_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	opts := &ratedb.Options{Clock: c.Now, SnapshotPeriod: -1, CleanPeriod: -1, Logger: quietLogger()}
+	db, err := ratedb.Open(path, opts)
+	require.NoError(t, err)
+	defer db.Close()
+	w, err := db.Window(ratedb.FixedWindow, time.Minute)
+	require.NoError(t, err)
+	r, err := w.Hit(ctx, "k", 1, 1)
+	require.NoError(t, err)
+	require.True(t, r.Allowed)
+	require.NoError(t, db.Snapshot())
+
+	c.set(base + 61_000) // the window [base, base+60s) has ended
+	_, err = w.Get(ctx, "k")
+	require.NoError(t, err)
+	_, err = db.Clean()
+	require.NoError(t, err)
+
+	// Crash: the file as it is now, without Close.
+	crashed := filepath.Join(t.TempDir(), "crashed.db")
+	require.NoError(t, copyFile(path, crashed))
+
+	c.set(base + 55_000) // the clock steps back after the restart
+	db2, err := ratedb.Open(crashed, opts)
+	require.NoError(t, err)
+	defer db2.Close()
+	w2, err := db2.Window(ratedb.FixedWindow, time.Minute)
+	require.NoError(t, err)
+	r, err = w2.Hit(ctx, "k", 1, 1)
+	require.NoError(t, err)
+	assert.Equal(t, base+120_000, r.ResetAt.UnixMilli(), "the reopened DB runs at the janitor's time, in the next window")
+	assert.True(t, r.Allowed)
+}
+
+// TestCloseKeepsTimeWhenIdle: a graceful Close persists the newest time seen
+// even when no window changed since the last snapshot (found by TestModel,
+// seed 46).
+func TestCloseKeepsTimeWhenIdle(t *testing.T) {
+	c := &mClock{}
+	base := int64(1_767_225_600_000)
+	c.set(base)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	opts := &ratedb.Options{Clock: c.Now, SnapshotPeriod: -1, CleanPeriod: -1, Logger: quietLogger()}
+	db, err := ratedb.Open(path, opts)
+	require.NoError(t, err)
+	w, err := db.Window(ratedb.PerKeyWindow, time.Minute)
+	require.NoError(t, err)
+	_, err = w.Hit(ctx, "k", 5, 1)
+	require.NoError(t, err)
+	require.NoError(t, db.Snapshot())
+	c.set(base + 90_000)
+	n, err := w.Get(ctx, "k")
+	require.NoError(t, err)
+	require.Zero(t, n, "the window has ended")
+	require.NoError(t, db.Close())
+
+	c.set(base + 30_000)
+	db = openDB(t, path, opts)
+	w, err = db.Window(ratedb.PerKeyWindow, time.Minute)
+	require.NoError(t, err)
+	n, err = w.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Zero(t, n, "a window that had ended before Close stays ended")
+}
+
+const lockChildEnv = "RATEDB_LOCK_CHILD_DB"
+
+// TestLockHolderChild is the child half of TestLockedAcrossProcesses: it
+// opens the database, says "open", and closes it when its stdin closes.
+func TestLockHolderChild(t *testing.T) {
+	path := os.Getenv(lockChildEnv)
+	if path == "" {
+		t.Skip("run by TestLockedAcrossProcesses")
+	}
+	db, err := ratedb.Open(path, &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1})
+	if err != nil {
+		fmt.Println("open failed:", err)
+		os.Exit(2)
+	}
+	fmt.Println("open")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	if err := db.Close(); err != nil {
+		os.Exit(3)
+	}
+	os.Exit(0)
+}
+
+// TestLockedAcrossProcesses: while another process holds the file, Open
+// returns ErrLocked after OpenTimeout (in this process too, while the first
+// handle is open here); once the holder exits, Open succeeds.
+func TestLockedAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a child process")
+	}
+	path := filepath.Join(t.TempDir(), "rate.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHolderChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), lockChildEnv+"="+path)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "open\n", line)
+
+	opts := &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1, OpenTimeout: 100 * time.Millisecond, Logger: quietLogger()}
+	start := time.Now()
+	_, err = ratedb.Open(path, opts)
+	require.ErrorIs(t, err, ratedb.ErrLocked)
+	assert.GreaterOrEqual(t, time.Since(start), opts.OpenTimeout, "Open waits OpenTimeout before giving up")
+
+	require.NoError(t, stdin.Close())
+	require.NoError(t, cmd.Wait())
+	db, err := ratedb.Open(path, opts)
+	require.NoError(t, err, "the holder has exited")
+	_, err = ratedb.Open(path, opts)
+	require.ErrorIs(t, err, ratedb.ErrLocked, "a second handle in the same process")
+	require.NoError(t, db.Close())
+}
+
+// TestCloseRacesTraffic: Close while many goroutines hit, increment, read,
+// set and reset (with windows spilling, background snapshots and janitor
+// passes): no panic, no hang, every call succeeds or returns ErrClosed, and
+// every increment that succeeded is in the file afterwards.
+func TestCloseRacesTraffic(t *testing.T) {
+	rounds := 20
+	if testing.Short() || raceEnabled {
+		rounds = 5
+	}
+	for round := 0; round < rounds; round++ {
+		for _, path := range []string{"", filepath.Join(t.TempDir(), "rate.db")} {
+			closeRace(t, round, path)
+		}
+	}
+}
+
+func closeRace(t *testing.T, round int, path string) {
+	c := &mClock{}
+	c.set(1_767_225_600_000)
+	db, err := ratedb.Open(path, &ratedb.Options{
+		Clock: c.Now, MaxHotKeys: 8, SnapshotPeriod: time.Millisecond, CleanPeriod: time.Millisecond, Logger: quietLogger(),
+	})
+	require.NoError(t, err)
+	w, err := db.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	pk, err := db.Window(ratedb.PerKeyWindow, time.Minute)
+	require.NoError(t, err)
+	ly, err := db.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Hour, Limit: 1 << 40}, ratedb.Tier{Scale: time.Minute, Limit: 3})
+	require.NoError(t, err)
+
+	const goroutines, keys = 32, 64
+	var (
+		counted [keys]atomic.Int64 // successful increments of "count-i" in w
+		calls   atomic.Int64
+		bad     atomic.Value
+		wg      sync.WaitGroup
+	)
+	check := func(err error) bool {
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, ratedb.ErrClosed) {
+			bad.Store(err)
+		}
+		return false
+	}
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
+			for {
+				i := rng.IntN(keys)
+				k := fmt.Sprintf("count-%d", i)
+				var err error
+				switch rng.IntN(8) {
+				case 0, 1, 2:
+					var r ratedb.Result
+					if r, err = w.Hit(ctx, k, 1<<40, 1); err == nil && r.Allowed {
+						counted[i].Add(1)
+					}
+				case 3:
+					if _, err = w.Inc(ctx, k, 2); err == nil {
+						counted[i].Add(2)
+					}
+				case 4:
+					_, err = w.Get(ctx, k)
+				case 5:
+					_, err = pk.Hit(ctx, k, 5, 1)
+					if err == nil {
+						err = pk.Reset(ctx, k)
+					}
+				case 6:
+					_, err = ly.Hit(ctx, k, 1)
+				default:
+					_, err = pk.Set(ctx, k, 2)
+				}
+				calls.Add(1)
+				if !check(err) {
+					return
+				}
+			}
+		}(g)
+	}
+	// Close once traffic is under way; calls.Load is not a sleep: it only
+	// waits for the goroutines to have made progress.
+	for calls.Load() < 2000 {
+		runtime.Gosched()
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("round %d: callers hung after Close", round)
+	}
+	select {
+	case err := <-closed:
+		require.NoError(t, err, "round %d: Close", round)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("round %d: Close hung", round)
+	}
+	if err, _ := bad.Load().(error); err != nil {
+		t.Fatalf("round %d: a call returned %v, want nil or ErrClosed", round, err)
+	}
+	require.ErrorIs(t, db.Close(), ratedb.ErrClosed)
+	_, err = w.Hit(ctx, "x", 1, 1)
+	require.ErrorIs(t, err, ratedb.ErrClosed)
+	if path == "" {
+		return
+	}
+	db, err = ratedb.Open(path, &ratedb.Options{Clock: c.Now, SnapshotPeriod: -1, CleanPeriod: -1, Logger: quietLogger()})
+	require.NoError(t, err)
+	defer db.Close()
+	w, err = db.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	for i := 0; i < keys; i++ {
+		n, err := w.Get(ctx, fmt.Sprintf("count-%d", i))
+		require.NoError(t, err)
+		require.Equal(t, counted[i].Load(), n, "round %d key %d: every successful increment survives Close", round, i)
+	}
+}

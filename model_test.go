@@ -1,0 +1,586 @@
+package ratedb_test
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb"
+)
+
+// The model test runs random sequences of operations against a DB and against
+// a reference model (a map and arithmetic), and compares every answer. It
+// runs with a tiny MaxHotKeys so that windows constantly spill to the file and
+// reload, across every algorithm and several scales, with the clock moving
+// forwards and backwards, snapshots, janitor passes, graceful restarts and
+// simulated crashes.
+//
+//	go test -run TestModel -model.seeds=10000      # more seeds
+//	go test -run TestModel -model.seed=1234 -v     # replay one seed
+var (
+	modelSeeds = flag.Int("model.seeds", 300, "number of random seeds TestModel runs (a third under -short)")
+	modelSeed  = flag.Int64("model.seed", -1, "run TestModel for this one seed only")
+	modelOps   = flag.Int("model.ops", 250, "operations per TestModel seed")
+	modelFirst = flag.Int64("model.first", 1, "first seed TestModel runs")
+)
+
+// mClock is a settable clock, safe for concurrent use.
+type mClock struct {
+	mu sync.Mutex
+	ms int64
+}
+
+func (c *mClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.UnixMilli(c.ms)
+}
+
+func (c *mClock) set(ms int64) {
+	c.mu.Lock()
+	c.ms = ms
+	c.mu.Unlock()
+}
+
+func (c *mClock) get() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ms
+}
+
+// mFloorDiv is a/b rounded towards negative infinity (b > 0).
+func mFloorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
+// mStagger is the documented StaggeredWindow offset: 64-bit FNV-1a of the
+// key, modulo the scale.
+func mStagger(key string, scale int64) int64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= 1099511628211
+	}
+	return int64(h % uint64(scale))
+}
+
+// mNextEnd is the end of the window a hit at now opens when none is open.
+func mNextEnd(alg ratedb.Algorithm, key string, now, scale int64) int64 {
+	switch alg {
+	case ratedb.PerKeyWindow:
+		return now + scale
+	case ratedb.StaggeredWindow:
+		off := mStagger(key, scale)
+		return mFloorDiv(now-off, scale)*scale + scale + off
+	}
+	return mFloorDiv(now, scale)*scale + scale
+}
+
+// mWin is the model of one key's window: count hits in a window ending at
+// end (exclusive).
+type mWin struct{ count, end int64 }
+
+// mLim is the model of one Window limiter.
+type mLim struct {
+	alg   ratedb.Algorithm
+	scale int64
+	wins  map[string]mWin
+}
+
+func (l *mLim) clone() *mLim {
+	c := &mLim{alg: l.alg, scale: l.scale, wins: make(map[string]mWin, len(l.wins))}
+	for k, v := range l.wins {
+		c.wins[k] = v
+	}
+	return c
+}
+
+// current returns key's count and end at now: the open window, or an empty
+// one that a hit at now would open.
+func (l *mLim) current(key string, now int64) (int64, int64) {
+	if w, ok := l.wins[key]; ok && now < w.end {
+		return w.count, w.end
+	}
+	return 0, mNextEnd(l.alg, key, now, l.scale)
+}
+
+// modelRun is one seed's run: the DB under test, the model and the
+// environment (clock, file, crash image).
+type modelRun struct {
+	t      *testing.T
+	seed   int64
+	rng    *rand.Rand
+	clock  *mClock
+	newest int64 // newest clock reading the DB has seen (the model's now)
+	dir    string
+	path   string // "" in memory-only mode
+	image  string // copy of the file as of the last committed snapshot or Close
+	opts   ratedb.Options
+	db     *ratedb.DB
+	ws     []*ratedb.Window
+	lims   []*mLim
+	commit []*mLim // model state as of the image
+	keys   []string
+	log    []string // operations so far, for the failure message
+
+	allowed, denied int64 // Hit decisions since the DB was opened
+}
+
+func TestModel(t *testing.T) {
+	if *modelSeed >= 0 {
+		runModelSeed(t, *modelSeed, *modelOps)
+		return
+	}
+	n := *modelSeeds
+	if testing.Short() {
+		n = max(1, n/3)
+	}
+	first := *modelFirst
+	for seed := first; seed < first+int64(n); seed++ {
+		if !runModelSeed(t, seed, *modelOps) {
+			return
+		}
+	}
+}
+
+// runModelSeed runs one seed and reports whether it passed.
+func runModelSeed(t *testing.T, seed int64, ops int) (ok bool) {
+	t.Helper()
+	m := newModelRun(t, seed)
+	defer m.cleanup()
+	defer func() {
+		if !ok {
+			t.Logf("seed %d failed; replay with: go test -run 'TestModel$' -model.seed=%d -model.ops=%d -v", seed, seed, ops)
+		}
+	}()
+	for i := 0; i < ops; i++ {
+		if err := m.step(); err != nil {
+			m.fail(err)
+			return false
+		}
+	}
+	if err := m.checkAll(); err != nil {
+		m.fail(err)
+		return false
+	}
+	if m.path != "" {
+		// A graceful restart loses nothing.
+		if err := m.reopen(false); err != nil {
+			m.fail(err)
+			return false
+		}
+		if err := m.checkAll(); err != nil {
+			m.fail(fmt.Errorf("after final reopen: %w", err))
+			return false
+		}
+	}
+	return true
+}
+
+func (m *modelRun) fail(err error) {
+	m.t.Helper()
+	start := max(0, len(m.log)-40)
+	m.t.Errorf("model seed %d: %v\nlast operations:\n  %s", m.seed, err, strings.Join(m.log[start:], "\n  "))
+}
+
+func newModelRun(t *testing.T, seed int64) *modelRun {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	m := &modelRun{t: t, seed: seed, rng: rng, clock: &mClock{}}
+	// Start somewhere around 2026, not on a round boundary.
+	start := int64(1_767_225_600_000) + rng.Int64N(1_000_000)
+	m.clock.set(start)
+	m.newest = start
+	m.dir = t.TempDir()
+	if rng.IntN(8) != 0 {
+		m.path = filepath.Join(m.dir, fmt.Sprintf("model-%d.db", seed))
+	}
+	hot := []int64{1, 2, 4, 8, 16}[rng.IntN(5)]
+	m.opts = ratedb.Options{
+		Clock:          m.clock.Now,
+		SnapshotPeriod: -1,
+		CleanPeriod:    -1,
+		MaxHotKeys:     hot,
+		NoSync:         true,
+		Logger:         quietLogger(),
+	}
+	if rng.IntN(4) == 0 {
+		m.opts.KeyOlderThan = time.Duration(rng.IntN(50)) * time.Millisecond
+	}
+	nkeys := 2 + rng.IntN(20)
+	for i := 0; i < nkeys; i++ {
+		m.keys = append(m.keys, fmt.Sprintf("key-%d", i))
+	}
+	algs := []ratedb.Algorithm{ratedb.FixedWindow, ratedb.PerKeyWindow, ratedb.StaggeredWindow}
+	scales := []int64{1, 3, 10, 50, 100, 1000, 60_000}
+	nlim := 1 + rng.IntN(3)
+	seen := map[[2]int64]bool{}
+	for len(m.lims) < nlim {
+		alg := algs[rng.IntN(len(algs))]
+		sc := scales[rng.IntN(len(scales))]
+		if seen[[2]int64{int64(alg), sc}] {
+			continue
+		}
+		seen[[2]int64{int64(alg), sc}] = true
+		m.lims = append(m.lims, &mLim{alg: alg, scale: sc, wins: map[string]mWin{}})
+	}
+	m.logf("open path=%q MaxHotKeys=%d KeyOlderThan=%v keys=%d limiters=%s", m.path, hot, m.opts.KeyOlderThan, nkeys, m.limNames())
+	m.snapCommit()
+	if err := m.open(); err != nil {
+		t.Fatalf("seed %d: open: %v", seed, err)
+	}
+	if m.path != "" {
+		if err := copyFile(m.path, m.image); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+	return m
+}
+
+func (m *modelRun) limNames() string {
+	var b strings.Builder
+	for i, l := range m.lims {
+		fmt.Fprintf(&b, "[%d]%v/%dms ", i, l.alg, l.scale)
+	}
+	return b.String()
+}
+
+func (m *modelRun) logf(format string, args ...any) {
+	m.log = append(m.log, fmt.Sprintf("t=%d ", m.newest)+fmt.Sprintf(format, args...))
+}
+
+func (m *modelRun) open() error {
+	if m.path != "" {
+		m.image = m.path + ".image"
+	}
+	db, err := ratedb.Open(m.path, &m.opts)
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	m.db = db
+	m.tick() // Open reads the clock
+	m.allowed, m.denied = 0, 0
+	m.ws = m.ws[:0]
+	for _, l := range m.lims {
+		w, err := db.Window(l.alg, time.Duration(l.scale)*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		m.ws = append(m.ws, w)
+	}
+	return nil
+}
+
+func (m *modelRun) cleanup() {
+	if m.db != nil {
+		_ = m.db.Close()
+	}
+}
+
+// snapCommit records the model state that the file now holds.
+func (m *modelRun) snapCommit() {
+	m.commit = m.commit[:0]
+	for _, l := range m.lims {
+		m.commit = append(m.commit, l.clone())
+	}
+}
+
+// tick reads the clock the way the DB does: never earlier than the newest
+// reading seen.
+func (m *modelRun) tick() int64 {
+	m.newest = max(m.newest, m.clock.get())
+	return m.newest
+}
+
+// syncClock is called before an operation that may or may not read the
+// clock (Snapshot, Clean, Reset: which of them does is not part of the
+// contract). It makes the DB read the clock with a Get, so that the DB's
+// newest reading and the model's agree whatever the operation does.
+func (m *modelRun) syncClock() error {
+	if m.clock.get() <= m.newest {
+		return nil
+	}
+	m.tick()
+	_, err := m.ws[0].Get(ctx, m.keys[0])
+	return err
+}
+
+func (m *modelRun) step() error {
+	r := m.rng.IntN(100)
+	li := m.rng.IntN(len(m.lims))
+	l, w := m.lims[li], m.ws[li]
+	key := m.keys[m.rng.IntN(len(m.keys))]
+	switch {
+	case r < 35:
+		limit := m.rng.Int64N(12)
+		inc := 1 + m.rng.Int64N(3)
+		return m.hit(li, l, w, key, limit, inc)
+	case r < 42:
+		inc := 1 + m.rng.Int64N(5)
+		now := m.tick()
+		m.logf("[%d] Inc(%s, %d)", li, key, inc)
+		got, err := w.Inc(ctx, key, inc)
+		if err != nil {
+			return fmt.Errorf("Inc: %w", err)
+		}
+		c, end := l.current(key, now)
+		l.wins[key] = mWin{c + inc, end}
+		if got != c+inc {
+			return fmt.Errorf("Inc(%s): got %d, model %d", key, got, c+inc)
+		}
+	case r < 47:
+		n := m.rng.Int64N(12)
+		now := m.tick()
+		m.logf("[%d] Set(%s, %d)", li, key, n)
+		got, err := w.Set(ctx, key, n)
+		if err != nil {
+			return fmt.Errorf("Set: %w", err)
+		}
+		end := now + l.scale
+		if l.alg != ratedb.PerKeyWindow {
+			_, end = l.current(key, now)
+		}
+		l.wins[key] = mWin{n, end}
+		if got != n {
+			return fmt.Errorf("Set(%s): got %d, want %d", key, got, n)
+		}
+	case r < 51:
+		if err := m.syncClock(); err != nil {
+			return err
+		}
+		m.logf("[%d] Reset(%s)", li, key)
+		if err := w.Reset(ctx, key); err != nil {
+			return fmt.Errorf("Reset: %w", err)
+		}
+		delete(l.wins, key)
+	case r < 60:
+		return m.check(li, key)
+	case r < 80:
+		m.advance()
+	case r < 87:
+		if err := m.syncClock(); err != nil {
+			return err
+		}
+		m.logf("Snapshot")
+		if err := m.db.Snapshot(); err != nil {
+			return fmt.Errorf("Snapshot: %w", err)
+		}
+		if m.path != "" {
+			if err := copyFile(m.path, m.image); err != nil {
+				return err
+			}
+			m.snapCommit()
+		}
+	case r < 93:
+		if err := m.syncClock(); err != nil {
+			return err
+		}
+		m.logf("Clean")
+		if _, err := m.db.Clean(); err != nil {
+			return fmt.Errorf("Clean: %w", err)
+		}
+	case r < 95:
+		st := m.db.Stats()
+		if st.Allowed != m.allowed || st.Denied != m.denied {
+			return fmt.Errorf("Stats: allowed/denied %d/%d, model %d/%d", st.Allowed, st.Denied, m.allowed, m.denied)
+		}
+	case r < 98:
+		if m.path != "" {
+			return m.reopen(false)
+		}
+	default:
+		if m.path != "" {
+			return m.reopen(true)
+		}
+	}
+	return nil
+}
+
+func (m *modelRun) hit(li int, l *mLim, w *ratedb.Window, key string, limit, inc int64) error {
+	now := m.tick()
+	m.logf("[%d] Hit(%s, limit %d, inc %d)", li, key, limit, inc)
+	got, err := w.Hit(ctx, key, limit, inc)
+	if err != nil {
+		return fmt.Errorf("Hit: %w", err)
+	}
+	c, end := l.current(key, now)
+	allowed := c+inc <= limit
+	if allowed {
+		c += inc
+		l.wins[key] = mWin{c, end}
+		m.allowed++
+	} else {
+		m.denied++
+	}
+	want := ratedb.Result{
+		Allowed:   allowed,
+		Count:     c,
+		Limit:     limit,
+		Remaining: max(0, limit-c),
+		ResetAt:   time.UnixMilli(end),
+		Scale:     time.Duration(l.scale) * time.Millisecond,
+	}
+	if !allowed {
+		want.RetryAfter = time.Duration(end-now) * time.Millisecond
+	}
+	if got.Allowed != want.Allowed || got.Count != want.Count || got.Limit != want.Limit ||
+		got.Remaining != want.Remaining || !got.ResetAt.Equal(want.ResetAt) || got.RetryAfter != want.RetryAfter ||
+		got.Scale != want.Scale {
+		return fmt.Errorf("[%d] Hit(%s, %d, %d) at %d:\n got  %+v\n want %+v", li, key, limit, inc, now, got, want)
+	}
+	return nil
+}
+
+// check compares Get and ExpiresAt of one key with the model.
+func (m *modelRun) check(li int, key string) error {
+	l, w := m.lims[li], m.ws[li]
+	now := m.tick()
+	var wantN int64
+	var wantEnd time.Time
+	if mw, ok := l.wins[key]; ok && now < mw.end {
+		wantN, wantEnd = mw.count, time.UnixMilli(mw.end)
+	}
+	n, err := w.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("Get: %w", err)
+	}
+	end, err := w.ExpiresAt(ctx, key)
+	if err != nil {
+		return fmt.Errorf("ExpiresAt: %w", err)
+	}
+	if n != wantN || !end.Equal(wantEnd) {
+		return fmt.Errorf("[%d] %v/%dms key %s at %d: Get %d ExpiresAt %d, model %d %d",
+			li, l.alg, l.scale, key, now, n, msOrZero(end), wantN, msOrZero(wantEnd))
+	}
+	return nil
+}
+
+func msOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func (m *modelRun) checkAll() error {
+	for li := range m.lims {
+		for _, k := range m.keys {
+			if err := m.check(li, k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// advance moves the clock: mostly forwards by up to a few scales, sometimes
+// backwards (the DB must ignore it), sometimes far.
+func (m *modelRun) advance() {
+	sc := m.lims[m.rng.IntN(len(m.lims))].scale
+	cur := m.clock.get()
+	var d int64
+	switch r := m.rng.IntN(20); {
+	case r < 12:
+		d = m.rng.Int64N(sc + 1)
+	case r < 15:
+		d = m.rng.Int64N(3*sc + 1)
+	case r < 16:
+		d = m.rng.Int64N(1 + 10*sc)
+	case r < 17:
+		d = 1
+	default:
+		d = -m.rng.Int64N(2*sc + 1) // backwards
+	}
+	m.clock.set(cur + d)
+	m.logf("clock %+d -> %d", d, cur+d)
+}
+
+// reopen closes the DB and opens it again. A graceful restart (crash false)
+// keeps every count and the newest time seen, so the clock may read earlier
+// than before. A crash drops what was not snapshotted: the DB is reopened
+// from the image of the file taken at the last snapshot; the abandoned DB is
+// closed (its final snapshot goes to a file nobody reads).
+func (m *modelRun) reopen(crash bool) error {
+	if crash {
+		m.logf("Crash")
+	} else {
+		m.logf("Close+Reopen")
+	}
+	if err := m.syncClock(); err != nil {
+		return err
+	}
+	err := m.db.Close()
+	m.db = nil
+	if err != nil {
+		return fmt.Errorf("Close: %w", err)
+	}
+	if crash {
+		if err := copyFile(m.image, m.path); err != nil {
+			return err
+		}
+		for i := range m.lims {
+			m.lims[i] = m.commit[i].clone()
+		}
+		// The time seen since the last snapshot is lost with the crash; keep
+		// the clock at or after it, so the model's now is exact.
+		m.clock.set(max(m.clock.get(), m.newest))
+	} else {
+		if err := copyFile(m.path, m.image); err != nil {
+			return err
+		}
+		m.snapCommit()
+	}
+	return m.open()
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := to + ".tmp"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, to)
+}
+
+// raceEnabled reports whether the test binary was built with -race: CI
+// sizes are scaled down under it.
+var raceEnabled = func() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" && s.Value == "true" {
+			return true
+		}
+	}
+	return false
+}()
+
+// quietLogger discards the DB's log: the model and fault tests provoke
+// errors on purpose.
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
