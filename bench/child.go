@@ -1,0 +1,40 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+)
+
+// childPrefix starts the line on which a child process prints its result.
+const childPrefix = "BENCH-CHILD-RESULT "
+
+// PrintChildResult writes v as the child's result line on stdout.
+func PrintChildResult(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(os.Stdout, "%s%s\n", childPrefix, b)
+	return err
+}
+
+// RunChild runs name with args and extra environment variables, passes its
+// stderr through to ours, and decodes its result line into v.
+func RunChild(v any, env []string, name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("bench: child %s %v: %w\n%s", name, args, err, out)
+	}
+	for line := range bytes.Lines(out) {
+		if rest, ok := bytes.CutPrefix(line, []byte(childPrefix)); ok {
+			return json.Unmarshal(rest, v)
+		}
+	}
+	return fmt.Errorf("bench: child %s %v printed no result:\n%s", name, args, out)
+}

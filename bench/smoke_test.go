@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"testing"
+)
+
+// TestDecisions checks that every limiter allows and denies as configured:
+// the allowed quota never denies, a limit of 1 or 5 denies from the 2nd or
+// 6th hit on, per key, and Present sees exactly the keys hit.
+func TestDecisions(t *testing.T) {
+	for _, f := range Factories {
+		t.Run(f.Name, func(t *testing.T) {
+			if err := checkDecisions(f, t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestKeys checks the generators: distinct keys, distinct arena keys, Zipf
+// indexes in range.
+func TestKeys(t *testing.T) {
+	ks := Keys(10_000)
+	if err := CheckDistinct(ks, 10_000); err != nil {
+		t.Fatal(err)
+	}
+	a := NewArena(100_000)
+	seen := make(map[string]struct{}, a.Len())
+	for i := 0; i < a.Len(); i++ {
+		k := a.Key(i)
+		if len(k) != ArenaKeyWidth {
+			t.Fatalf("arena key %q has length %d", k, len(k))
+		}
+		seen[k] = struct{}{}
+	}
+	if len(seen) != a.Len() {
+		t.Fatalf("arena: %d distinct of %d", len(seen), a.Len())
+	}
+	z := ZipfSequence(1000, 1<<16)
+	hot := 0
+	for _, i := range z {
+		if i >= 1000 {
+			t.Fatalf("zipf index %d out of range", i)
+		}
+		if i == z[0] {
+			hot++
+		}
+	}
+	if hot == 0 {
+		t.Fatal("no repeats in a Zipf sequence")
+	}
+}
+
+// TestWorkloadsSmall runs every workload once at a small size.
+func TestWorkloadsSmall(t *testing.T) {
+	const n = 20_000
+	for _, f := range Factories {
+		t.Run("ManyKeys/"+f.Name, func(t *testing.T) {
+			r := testing.Benchmark(func(b *testing.B) {
+				m := NewManyKeys(b, f, n)
+				for b.Loop() {
+					m.L.Allow(m.Keys[0])
+				}
+			})
+			if r.N == 0 {
+				t.Fatal("setup failed (see log)")
+			}
+		})
+		t.Run("Memory/"+f.Name, func(t *testing.T) {
+			r, err := MeasureMemory(f, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Present != n {
+				t.Fatalf("%d present, want %d", r.Present, n)
+			}
+		})
+	}
+	t.Run("BeyondMemory", func(t *testing.T) {
+		r, err := BeyondMemory(t.TempDir(), 200_000, 20_000, 200_000, 0, t.Logf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Mismatched != 0 || r.RestartMismatch != 0 || r.Verified != 200_000 {
+			t.Fatalf("verified %d, %d mismatched, %d after reopen", r.Verified, r.Mismatched, r.RestartMismatch)
+		}
+	})
+	t.Run("Snapshot", func(t *testing.T) {
+		if _, err := SnapshotThroughput(t.TempDir(), n); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := SnapshotLatency(t.TempDir(), n); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
