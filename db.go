@@ -3,7 +3,6 @@ package ratedb
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -23,7 +22,6 @@ type DB struct {
 	path  string
 	bolt  *bolt.DB // nil in memory-only mode
 	cache *ristretto.Cache[uint64, *entry]
-	seed  maphash.Seed
 	kot   int64 // Options.KeyOlderThan in milliseconds
 	log   *slog.Logger
 
@@ -32,7 +30,7 @@ type DB struct {
 	exp    expiryIndex
 
 	// closing is set when Close begins; calls in flight are counted per
-	// shard (shard.inflight), so Close can wait for them before it takes the
+	// shard (shard.entered and its exit counters), so Close can wait for them before it takes the
 	// final snapshot and closes the cache.
 	closing  atomic.Bool
 	shutdown atomic.Bool // set once Close has quiesced callers
@@ -70,7 +68,6 @@ func Open(path string, opts *Options) (*DB, error) {
 	db := &DB{
 		opts:  o,
 		path:  path,
-		seed:  maphash.MakeSeed(),
 		kot:   o.KeyOlderThan.Milliseconds(),
 		log:   o.Logger,
 		clock: o.Clock,
@@ -149,18 +146,11 @@ func (db *DB) Close() error {
 	if !db.closing.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
-	// Wait for calls in flight. A call increments its shard's inflight
-	// before it checks closing, and Close sets closing before it reads
-	// inflight, so every call either sees closing or is waited for.
-	for {
-		var n int64
-		for i := range db.shards {
-			n += db.shards[i].inflight.Load()
+	// Wait for calls in flight, shard by shard: see quiesced.
+	for i := range db.shards {
+		for !db.shards[i].quiesced() {
+			time.Sleep(50 * time.Microsecond)
 		}
-		if n == 0 {
-			break
-		}
-		time.Sleep(50 * time.Microsecond)
 	}
 
 	close(db.stop)
@@ -187,15 +177,36 @@ func (db *DB) Close() error {
 // exit(h).
 func (db *DB) enter(h uint64) bool {
 	sh := db.shard(h)
-	sh.inflight.Add(1)
+	sh.entered.Add(1)
 	if db.closing.Load() {
-		sh.inflight.Add(-1)
+		sh.exited.Add(1)
 		return false
 	}
 	return true
 }
 
-func (db *DB) exit(h uint64) { db.shard(h).inflight.Add(-1) }
+// exit ends a call admitted by enter.
+func (db *DB) exit(h uint64) { db.shard(h).exited.Add(1) }
+
+// exitHit ends a Hit admitted by enter and counts its decision for Stats.
+func (db *DB) exitHit(h uint64, allowed bool) {
+	sh := db.shard(h)
+	if allowed {
+		sh.allowed.Add(1)
+	} else {
+		sh.denied.Add(1)
+	}
+}
+
+// quiesced reports whether no call admitted before Close began is still in
+// progress on the shard; Close sets closing first. The counters only grow and
+// exits never exceed entries, so if the exits, read first, equal the entries,
+// read after them, then at the moment the last exit counter was read every
+// call that had entered had exited, and any call entering later sees closing.
+func (sh *shard) quiesced() bool {
+	x := sh.exited.Load() + sh.allowed.Load() + sh.denied.Load()
+	return sh.entered.Load() == x
+}
 
 // Bounds on clock readings, so window arithmetic never overflows.
 const (
@@ -236,20 +247,10 @@ func (db *DB) shard(h uint64) *shard { return &db.shards[h%numShards] }
 // windows: a power of two, at least 1024 and at most 1<<22 (8 bytes each).
 func fastTableSize(maxHot int64) int {
 	n := 1024
-	for int64(n) < maxHot && n < 1<<22 {
+	for int64(n) < 2*maxHot && n < 1<<22 {
 		n <<= 1
 	}
 	return n
-}
-
-// countDecision records an allowed or denied hit in Stats.
-func (db *DB) countDecision(h uint64, allowed bool) {
-	sh := db.shard(h)
-	if allowed {
-		sh.allowed.Add(1)
-	} else {
-		sh.denied.Add(1)
-	}
 }
 
 // markDirty queues e for the next snapshot. e.mu held.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/internal/corrupt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -629,6 +630,7 @@ func TestCorruptFiles(t *testing.T) {
 	require.NoError(t, db.Close())
 	data, err := os.ReadFile(good)
 	require.NoError(t, err)
+	data = corrupt.TrimSlack(data) // damage the pages that hold data
 
 	cases := map[string][]byte{
 		"zero bytes":  {},

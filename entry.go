@@ -100,13 +100,15 @@ type shard struct {
 	dmu   sync.Mutex
 	dirty []*entry // entries whose dirty flag went from false to true (dmu)
 
-	// inflight counts calls in progress on keys of this shard; Close waits
-	// for every shard's to drain. It shares the line of the counters a call
-	// updates anyway, so admitting a call costs no extra cache miss.
-	inflight atomic.Int64
-	allowed  atomic.Int64
-	denied   atomic.Int64
-	_        [64]byte
+	// Calls on keys of this shard, counted as they enter and as they exit;
+	// the difference is the calls in progress, which Close waits for. A Hit
+	// exits through allowed or denied, so the decision counts of Stats cost
+	// no extra atomic operation.
+	entered atomic.Int64
+	exited  atomic.Int64 // exits of calls that made no Hit decision
+	allowed atomic.Int64 // exits of allowed Hits
+	denied  atomic.Int64 // exits of denied Hits
+	_       [64]byte
 }
 
 // find returns the entry for (s, key) with hash h, or nil. sh.mu held.

@@ -157,6 +157,14 @@ func createFile(path string, now int64) error {
 	return nil
 }
 
+// initialMmapSize is the size of bbolt's first memory map: 1 GiB on 64-bit
+// platforms, 64 MiB on 32-bit ones, where address space is scarce.
+const initialMmapSize = 1<<26 + (1<<30-1<<26)*(strconv.IntSize/64)
+
+// fileGrowth is how far past its data bbolt extends the file when a commit
+// needs more room.
+const fileGrowth = 1 << 20
+
 // openBolt opens the bbolt file, turning a lock timeout into ErrLocked and a
 // panic or fault on a damaged file into ErrCorrupt.
 func openBolt(path string, timeout time.Duration, noSync bool) (bdb *bolt.DB, err error) {
@@ -170,9 +178,18 @@ func openBolt(path string, timeout time.Duration, noSync bool) (bdb *bolt.DB, er
 		Timeout:      timeout,
 		FreelistType: bolt.FreelistMapType,
 		NoSync:       noSync,
+		// A map that covers the file's growth from the start: each time a
+		// commit outgrows bbolt's map, bbolt remaps and first copies every
+		// key and value the transaction holds out of the old map, which
+		// made a large first snapshot spend most of its time in copies.
+		// The map reserves address space only.
+		InitialMmapSize: initialMmapSize,
 	})
 	switch {
 	case err == nil:
+		// With a map larger than the file, bbolt grows the file past its
+		// data by AllocSize (16 MiB by default); keep that slack small.
+		bdb.AllocSize = fileGrowth
 		return bdb, nil
 	case errors.Is(err, berrors.ErrTimeout):
 		return nil, ErrLocked

@@ -91,10 +91,10 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result,
 	if !db.enter(h) {
 		return Result{}, ErrClosed
 	}
-	defer db.exit(h)
 	now := db.now()
 	e, cold, err := l.acquire(key, h, now)
 	if err != nil {
+		db.exit(h)
 		return Result{}, err
 	}
 	trs := make([]TierResult, len(l.tiers))
@@ -114,7 +114,7 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result,
 		db.markDirty(e, h)
 	}
 	l.release(e, cold)
-	db.countDecision(h, allowed)
+	db.exitHit(h, allowed)
 
 	bind := 0
 	for i := range trs {

@@ -2,6 +2,8 @@ package ratedb
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -36,15 +38,59 @@ func (db *DB) backgroundSnapshot() {
 	}
 }
 
-// snapRec is one window copied for a snapshot: its record key and value live
+// snapRec is one window copied for a snapshot. Its record key and value live
 // in the snapshot's slab, never reused within the transaction.
 type snapRec struct {
 	e         *entry
-	off, klen int // key at slab[off:off+klen]
-	vlen      int // value follows the key
+	s         *spec
+	k, v      []byte // record key (spec prefix + key) and value; v is nil for a tombstone
+	k8        uint64 // the key's first 8 bytes, big endian, zero padded: a cheap first comparison
 	end       int64
 	tiers     int
 	tombstone bool
+}
+
+// compareRecs orders records by record key, as bbolt stores them: by spec
+// prefix, then key. k8 orders keys by their first 8 bytes without touching
+// the slab; only ties compare the bytes.
+func compareRecs(a, b *snapRec) int {
+	if a.s != b.s {
+		return bytes.Compare(a.k, b.k)
+	}
+	if a.k8 != b.k8 {
+		return cmp.Compare(a.k8, b.k8)
+	}
+	return bytes.Compare(a.k, b.k)
+}
+
+// key8 returns the first 8 bytes of key, big endian, zero padded. If
+// key8(a) < key8(b) then a < b.
+func key8(key string) uint64 {
+	var b [8]byte
+	copy(b[:], key)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// slabChunk is the size of one chunk of a snapshot's slab.
+const slabChunk = 1 << 20
+
+// slab hands out byte slices for the records of one snapshot. It grows by
+// whole chunks and never moves or reuses bytes already handed out: bbolt
+// keeps every slice passed to Put until its transaction ends.
+type slab struct {
+	buf   []byte
+	total int
+}
+
+// alloc returns a fresh slice of n bytes.
+func (sl *slab) alloc(n int) []byte {
+	if cap(sl.buf)-len(sl.buf) < n {
+		sl.buf = make([]byte, 0, max(n, slabChunk))
+	}
+	start := len(sl.buf)
+	sl.buf = sl.buf[:start+n]
+	sl.total += n
+	return sl.buf[start : start+n : start+n]
 }
 
 // snapshot copies the dirty windows, writes them sorted by key in one bbolt
@@ -59,29 +105,42 @@ func (db *DB) snapshot() error {
 	started := time.Now()
 
 	var (
-		recs []snapRec
-		slab []byte
-		buf  [maxTiersInline]counter
+		lists [numShards][]*entry
+		n     int
+		buf   [maxTiersInline]counter
+		sl    slab
 	)
 	for i := range db.shards {
 		sh := &db.shards[i]
 		sh.dmu.Lock()
-		list := sh.dirty
+		lists[i] = sh.dirty
 		sh.dirty = nil
 		sh.dmu.Unlock()
+		n += len(lists[i])
+	}
+	if n == 0 {
+		return nil
+	}
+	recs := make([]snapRec, 0, n)
+	for _, list := range lists {
 		for _, e := range list {
 			e.mu.Lock()
 			if !e.gone && e.dirty {
 				e.dirty = false
 				e.inflight = true
-				off := len(slab)
-				slab = append(slab, e.s.prefix...)
-				slab = append(slab, e.key...)
-				klen := len(slab) - off
-				r := snapRec{e: e, off: off, klen: klen, end: e.maxEnd(), tiers: e.tiers(), tombstone: e.tombstone()}
+				s := e.s
+				r := snapRec{e: e, s: s, k8: key8(e.key), end: e.maxEnd(), tiers: e.tiers(), tombstone: e.tombstone()}
+				klen := len(s.prefix) + len(e.key)
+				if r.tombstone {
+					r.k = sl.alloc(klen)
+				} else {
+					b := sl.alloc(klen + record.ValueLen(r.tiers))
+					r.k = b[:klen:klen]
+					r.v = b[klen:klen:len(b)]
+				}
+				copy(r.k[copy(r.k, s.prefix):], e.key)
 				if !r.tombstone {
-					slab = record.AppendValue(slab, slab[off:off+klen], e.counters(buf[:0]))
-					r.vlen = len(slab) - off - klen
+					r.v = record.AppendValue(r.v, r.k, e.counters(buf[:0]))
 				}
 				recs = append(recs, r)
 			}
@@ -91,8 +150,7 @@ func (db *DB) snapshot() error {
 	if len(recs) == 0 {
 		return nil
 	}
-	key := func(r *snapRec) []byte { return slab[r.off : r.off+r.klen] }
-	slices.SortFunc(recs, func(a, b snapRec) int { return bytes.Compare(key(&a), key(&b)) })
+	slices.SortFunc(recs, func(a, b snapRec) int { return compareRecs(&a, &b) })
 
 	var (
 		delta   int64
@@ -108,13 +166,13 @@ func (db *DB) snapshot() error {
 		// passed to Put until the transaction ends.
 		var isize int
 		for i := range recs {
-			isize += record.IndexKeyLen(recs[i].klen)
+			isize += record.IndexKeyLen(len(recs[i].k))
 		}
 		islab := make([]byte, 0, isize)
 		var scratch []byte
 		for i := range recs {
 			r := &recs[i]
-			k := key(r)
+			k := r.k
 			oldEnd, hadOld := int64(0), false
 			if old := wb.Get(k); old != nil {
 				hadOld = true
@@ -145,8 +203,7 @@ func (db *DB) snapshot() error {
 			if !hadOld {
 				delta++
 			}
-			v := slab[r.off+r.klen : r.off+r.klen+r.vlen]
-			if err := wb.Put(k, v); err != nil {
+			if err := wb.Put(k, r.v); err != nil {
 				return err
 			}
 			if !hadOld || oldEnd != r.end {
@@ -182,7 +239,7 @@ func (db *DB) snapshot() error {
 	db.stats.snapshots.Add(1)
 	db.stats.lastSnapDur.Store(int64(time.Since(started)))
 	db.stats.lastSnapN.Store(written)
-	db.stats.lastSnapB.Store(int64(len(slab)))
+	db.stats.lastSnapB.Store(int64(sl.total))
 	db.stats.lastSnapErr.Store(nil)
 	for i := range recs {
 		e := recs[i].e

@@ -20,10 +20,10 @@ const maxCount = int64(^uint64(0) >> 1)
 type spec struct {
 	db     *DB
 	alg    Algorithm
-	scales []int64 // milliseconds, one per tier
-	prefix []byte  // prefix of the key of every record in the file
-	salt   uint64  // mixed into the in-memory hash so that specs never share entries
-	window *Window // the Window handle, for single-tier specs
+	scales []int64      // milliseconds, one per tier
+	prefix []byte       // prefix of the key of every record in the file
+	seed   maphash.Seed // of the in-memory hash: one per spec, so specs' keys hash apart
+	window *Window      // the Window handle, for single-tier specs
 }
 
 // specFor returns the DB's spec for alg and scales, creating it on first use.
@@ -42,7 +42,7 @@ func (db *DB) specFor(alg Algorithm, scales []int64, layered bool) (*spec, error
 		alg:    alg,
 		scales: scales,
 		prefix: prefix,
-		salt:   maphash.Bytes(db.seed, prefix),
+		seed:   maphash.MakeSeed(),
 	}
 	if !layered {
 		s.window = &Window{spec: s}
@@ -93,18 +93,9 @@ func checkCall(ctx context.Context, key string) error {
 	return ctx.Err()
 }
 
-// hash is the in-memory hash of key under this spec. It is seeded per DB
-// and never persisted.
-func (s *spec) hash(key string) uint64 {
-	h := maphash.String(s.db.seed, key) ^ s.salt
-	// Finalizer from SplitMix64: the salt must change every bit.
-	h ^= h >> 30
-	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 27
-	h *= 0x94d049bb133111eb
-	h ^= h >> 31
-	return h
-}
+// hash is the in-memory hash of key under this spec. It is seeded per spec
+// and process and never persisted.
+func (s *spec) hash(key string) uint64 { return maphash.String(s.seed, key) }
 
 // nextEnd returns the end of the window that tier i of key opens at now.
 func (s *spec) nextEnd(i int, key string, now int64) int64 {
@@ -121,21 +112,14 @@ func (s *spec) nextEnd(i int, key string, now int64) int64 {
 
 // newEntry returns an entry for key holding cs (len(cs) == len(s.scales)).
 func (s *spec) newEntry(key string, cs []counter) *entry {
-	e := &entry{s: s, key: cloneKey(key), expSlot: noSlot}
+	e := allocEntry(key)
+	e.s, e.expSlot = s, noSlot
 	if n := len(s.scales); n > 1 {
 		more := make([]counter, n-1)
 		e.more = &more
 	}
 	e.setCounters(cs)
 	return e
-}
-
-// cloneKey copies key so that an entry never pins a larger buffer the caller
-// sliced it from.
-func cloneKey(key string) string {
-	b := make([]byte, len(key))
-	copy(b, key)
-	return string(b)
 }
 
 // acquire returns key's entry with its mu held, loading it from the cold

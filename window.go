@@ -61,10 +61,10 @@ func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (R
 	if !db.enter(h) {
 		return Result{}, ErrClosed
 	}
-	defer db.exit(h)
 	now := db.now()
 	e, cold, err := w.acquire(key, h, now)
 	if err != nil {
+		db.exit(h)
 		return Result{}, err
 	}
 	c := &e.c
@@ -76,7 +76,7 @@ func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (R
 		db.markDirty(e, h)
 	}
 	w.release(e, cold)
-	db.countDecision(h, allowed)
+	db.exitHit(h, allowed)
 
 	r := Result{
 		Allowed:   allowed,
