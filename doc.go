@@ -28,7 +28,7 @@
 // count a hit twice.
 //
 // Durability: a graceful Close loses nothing. A crash (SIGKILL, power loss)
-// loses at most the hits admitted since the last committed snapshot began;
+// loses at most the hits admitted since the last completed snapshot began;
 // by default snapshots run every second. Nothing is ever counted twice. After
 // a crash a key can therefore be allowed up to limit plus the hits lost in
 // that window.

@@ -13,13 +13,14 @@ import (
 )
 
 // Snapshot writes every window changed since the last snapshot to the file,
-// in one transaction, and returns when it has committed. It costs in
-// proportion to the windows changed, not to the windows held. Hits are never
-// blocked by its disk I/O: a window changed while the write is under way is
-// simply written by the next snapshot.
+// sorted by key, in transactions of at most 131,072 windows, and returns when
+// all have committed. It costs in proportion to the windows changed, not to
+// the windows held. Hits are never blocked by its disk I/O: a window changed
+// while the write is under way is simply written by the next snapshot.
 //
-// A crash loses at most the hits admitted since the last committed snapshot
-// began. In memory-only mode Snapshot does nothing and returns nil.
+// A crash loses at most the hits admitted since the last completed snapshot
+// began: every window in the file is at least as new as it was then. In
+// memory-only mode Snapshot does nothing and returns nil.
 func (db *DB) Snapshot() error {
 	if !db.enter(0) {
 		return ErrClosed
@@ -93,9 +94,9 @@ func (sl *slab) alloc(n int) []byte {
 	return sl.buf[start : start+n : start+n]
 }
 
-// snapshot copies the dirty windows, writes them sorted by key in one bbolt
-// transaction, and settles the entries: on success cold entries leave memory,
-// on failure every copied entry is dirty again.
+// snapshot copies the dirty windows, writes them sorted by key in batches,
+// and settles the entries: as its batch commits a cold entry leaves memory;
+// on a failure every entry not yet committed is dirty again.
 func (db *DB) snapshot() error {
 	if db.bolt == nil {
 		return nil
@@ -152,12 +153,73 @@ func (db *DB) snapshot() error {
 	}
 	slices.SortFunc(recs, func(a, b snapRec) int { return compareRecs(&a, &b) })
 
+	// Write in batches of sorted records, each its own transaction, so that
+	// a large backlog does not build one huge transaction in memory; entries
+	// leave memory as their batch commits. A failed batch leaves it and every
+	// later one dirty. The crash bound holds per Snapshot call: every window
+	// on disk is at least as new as when the last completed snapshot began.
+	hwm := db.hwm.Load()
+	var written int64
+	for len(recs) > 0 {
+		batch := recs[:min(len(recs), snapshotBatch)]
+		n, err := db.writeBatch(batch, hwm)
+		if err != nil {
+			for i := range recs {
+				e := recs[i].e
+				e.mu.Lock()
+				e.inflight = false
+				if !e.gone && !e.dirty {
+					db.markDirty(e, e.s.hash(e.key))
+				}
+				e.mu.Unlock()
+			}
+			db.stats.snapshotFailures.Add(1)
+			db.stats.lastSnapErr.Store(&err)
+			return err
+		}
+		written += n
+		for i := range batch {
+			e := batch[i].e
+			e.mu.Lock()
+			e.inflight = false
+			drop := !e.gone && !e.dirty && !e.hot.Load()
+			e.mu.Unlock()
+			if drop {
+				db.dropIfClean(e)
+			}
+		}
+		recs = recs[len(batch):]
+	}
+	db.stats.snapshots.Add(1)
+	db.stats.lastSnapDur.Store(int64(time.Since(started)))
+	db.stats.lastSnapN.Store(written)
+	db.stats.lastSnapB.Store(int64(sl.total))
+	db.stats.lastSnapErr.Store(nil)
+	return nil
+}
+
+// snapshotBatch is the most windows one snapshot transaction writes (a
+// variable only so that tests can make batches small).
+var snapshotBatch = 1 << 17
+
+// testBatchHook, when set by a test, runs inside each batch's transaction;
+// an error it returns fails the batch.
+var testBatchHook func() error
+
+// writeBatch writes recs, sorted by key, in one transaction, and returns how
+// many it wrote. It keeps the expiry index and the window count in step.
+func (db *DB) writeBatch(recs []snapRec, hwm int64) (written int64, err error) {
 	var (
-		delta   int64
-		written int64
-		hwm     = db.hwm.Load()
+		delta int64
+		buf   [maxTiersInline]counter
 	)
-	err := db.update(func(tx *bolt.Tx) error {
+	err = db.update(func(tx *bolt.Tx) error {
+		delta, written = 0, 0
+		if testBatchHook != nil {
+			if err := testBatchHook(); err != nil {
+				return err
+			}
+		}
 		wb, xb, mb := tx.Bucket(bucketWindows), tx.Bucket(bucketIndex), tx.Bucket(bucketMeta)
 		if wb == nil || xb == nil || mb == nil {
 			return fmt.Errorf("%w: missing bucket", ErrCorrupt)
@@ -222,34 +284,8 @@ func (db *DB) snapshot() error {
 	})
 
 	if err != nil {
-		for i := range recs {
-			e := recs[i].e
-			e.mu.Lock()
-			e.inflight = false
-			if !e.gone && !e.dirty {
-				db.markDirty(e, e.s.hash(e.key))
-			}
-			e.mu.Unlock()
-		}
-		db.stats.snapshotFailures.Add(1)
-		db.stats.lastSnapErr.Store(&err)
-		return err
+		return 0, err
 	}
 	db.stats.diskWindows.Add(delta)
-	db.stats.snapshots.Add(1)
-	db.stats.lastSnapDur.Store(int64(time.Since(started)))
-	db.stats.lastSnapN.Store(written)
-	db.stats.lastSnapB.Store(int64(sl.total))
-	db.stats.lastSnapErr.Store(nil)
-	for i := range recs {
-		e := recs[i].e
-		e.mu.Lock()
-		e.inflight = false
-		drop := !e.gone && !e.dirty && !e.hot.Load()
-		e.mu.Unlock()
-		if drop {
-			db.dropIfClean(e)
-		}
-	}
-	return nil
+	return written, nil
 }

@@ -2,7 +2,12 @@ package ratedb
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 // compareRecs must order records exactly as bbolt orders their keys, or a
@@ -48,5 +53,70 @@ func TestSlabNeverReuses(t *testing.T) {
 				t.Fatalf("slice %d was overwritten", i)
 			}
 		}
+	}
+}
+
+// A snapshot larger than one batch writes every window; when a later batch
+// fails, the batches already committed stay on disk, every window of the
+// failed and later batches stays dirty, and the next snapshot writes them:
+// after a reopen every count is exact.
+func TestSnapshotBatches(t *testing.T) {
+	defer func(n int) { snapshotBatch, testBatchHook = n, nil }(snapshotBatch)
+	snapshotBatch = 10
+	now := time.UnixMilli(1_767_225_600_000)
+	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 8}
+	path := filepath.Join(t.TempDir(), "rate.db")
+	db, err := Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := db.Window(FixedWindow, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const keys = 95
+	for i := 0; i < keys; i++ {
+		if _, err := w.Inc(ctx, fmt.Sprint("k", i), int64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	boom := errors.New("injected")
+	batches := 0
+	testBatchHook = func() error {
+		if batches++; batches == 3 {
+			return boom
+		}
+		return nil
+	}
+	if err := db.Snapshot(); !errors.Is(err, boom) {
+		t.Fatalf("Snapshot = %v, want the injected failure", err)
+	}
+	if st := db.Stats(); st.WindowsOnDisk != 20 || st.SnapshotFailures != 1 {
+		t.Fatalf("after a failed third batch: %d windows on disk, %d failures; want 20, 1", st.WindowsOnDisk, st.SnapshotFailures)
+	}
+	testBatchHook = nil
+	if err := db.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats(); st.WindowsOnDisk != keys || st.LastSnapshotWindows != keys-20 {
+		t.Fatalf("after the retry: %d on disk, last snapshot wrote %d; want %d, %d", st.WindowsOnDisk, st.LastSnapshotWindows, keys, keys-20)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w, _ = db.Window(FixedWindow, time.Hour)
+	for i := 0; i < keys; i++ {
+		if n, err := w.Get(ctx, fmt.Sprint("k", i)); err != nil || n != int64(i+1) {
+			t.Fatalf("k%d after reopen = %d, %v; want %d", i, n, err, i+1)
+		}
+	}
+	if st := db.Stats(); st.WindowsOnDisk != keys {
+		t.Fatalf("%d windows on disk after reopen, want %d", st.WindowsOnDisk, keys)
 	}
 }

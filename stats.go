@@ -24,7 +24,7 @@ type Stats struct {
 	Snapshots        int64
 	SnapshotFailures int64
 	// LastSnapshotDuration, LastSnapshotWindows and LastSnapshotBytes
-	// describe the last committed snapshot: how long it took, how many
+	// describe the last completed snapshot: how long it took, how many
 	// window records it wrote or deleted, and how many bytes of keys and
 	// values it wrote.
 	LastSnapshotDuration time.Duration
