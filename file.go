@@ -316,6 +316,10 @@ func validateFile(path string) error {
 	if m.freelist != ^uint64(0) {
 		if flags, overflow, ok := readPageHeader(f, int64(m.freelist)*ps); !ok || flags&pageFreelist == 0 || m.freelist+uint64(overflow) >= m.pgid {
 			return fmt.Errorf("%w: bad freelist page", ErrCorrupt)
+		} else if !freelistValid(f, int64(m.freelist)*ps, (int64(overflow)+1)*ps, m.pgid) {
+			// bbolt trusts the ids: a damaged one makes it write pages
+			// at wild offsets or hand one page out twice.
+			return fmt.Errorf("%w: bad freelist", ErrCorrupt)
 		}
 	}
 	return nil
@@ -367,6 +371,32 @@ func readMeta(f *os.File, off int64) (bmeta, bool) {
 		pgid:     le.Uint64(m[40:]),
 		txid:     le.Uint64(m[48:]),
 	}, true
+}
+
+// freelistValid reports whether the freelist page of n bytes at off lists
+// only pages below pgid (past the two meta pages), in increasing order, as
+// bbolt writes it.
+func freelistValid(f *os.File, off, n int64, pgid uint64) bool {
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return false
+	}
+	count, start := uint64(binary.LittleEndian.Uint16(b[10:])), int64(pageHeader)
+	if count == 0xFFFF { // the real count is the first element
+		count, start = binary.LittleEndian.Uint64(b[pageHeader:]), pageHeader+8
+	}
+	if count > uint64(n-start)/8 {
+		return false
+	}
+	prev := uint64(1)
+	for i := range int64(count) {
+		id := binary.LittleEndian.Uint64(b[start+8*i:])
+		if id <= prev || id >= pgid {
+			return false
+		}
+		prev = id
+	}
+	return true
 }
 
 // readPageHeader returns the flags and overflow count of the page at off.
