@@ -61,10 +61,18 @@ func (db *DB) openPath() error {
 	if err != nil {
 		return err
 	}
-	err = validateFile(db.path)
+	metaDamaged, err := validateFile(db.path)
 	unlock()
 	if err != nil {
 		return err
+	}
+	if metaDamaged {
+		// bbolt opens at the other meta page's commit, a consistent state:
+		// what the last commit wrote is lost if the damaged page was the
+		// newer one, as if the process had crashed just before it.
+		db.stats.corrupt.Add(1)
+		db.log.Error("ratedb: one of the file's two meta pages is damaged; opened at the other one's commit: "+
+			"windows written by the most recent snapshot may be lost", "path", db.path)
 	}
 
 	bdb, err := openBolt(db.path, db.opts.OpenTimeout, db.opts.NoSync)
@@ -262,20 +270,21 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 // with SIGSEGV/SIGBUS, on some damaged files (a meta page that points past the
 // end of a truncated file, a freelist page that is not one). It accepts only
 // a file whose meta page, the one bbolt will use, is intact and consistent
-// with the file's size.
-func validateFile(path string) error {
+// with the file's size. metaDamaged reports that the other meta page failed
+// its checks: bbolt then opens at the commit of the one that passed.
+func validateFile(path string) (metaDamaged bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("ratedb: %w", err)
+		return false, fmt.Errorf("ratedb: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("ratedb: %w", err)
+		return false, fmt.Errorf("ratedb: %w", err)
 	}
 	size := fi.Size()
 	if size == 0 {
-		return fmt.Errorf("%w: zero-byte file", ErrCorrupt)
+		return false, fmt.Errorf("%w: zero-byte file", ErrCorrupt)
 	}
 	m0, ok0 := readMeta(f, 0)
 	var m1 bmeta
@@ -297,32 +306,32 @@ func validateFile(path string) error {
 		m, ok = m1, ok1
 	}
 	if !ok {
-		return fmt.Errorf("%w: no valid meta page", ErrCorrupt)
+		return false, fmt.Errorf("%w: no valid meta page", ErrCorrupt)
 	}
 	ps := int64(m.pageSize)
 	switch {
 	case ps < 512 || ps > 1<<20 || ps&(ps-1) != 0:
-		return fmt.Errorf("%w: bad page size", ErrCorrupt)
+		return false, fmt.Errorf("%w: bad page size", ErrCorrupt)
 	case m.pgid < 4 || m.pgid > uint64(size/ps):
-		return fmt.Errorf("%w: file is shorter than its meta page says (truncated?)", ErrCorrupt)
+		return false, fmt.Errorf("%w: file is shorter than its meta page says (truncated?)", ErrCorrupt)
 	case m.root < 2 || m.root >= m.pgid:
-		return fmt.Errorf("%w: bad root page", ErrCorrupt)
+		return false, fmt.Errorf("%w: bad root page", ErrCorrupt)
 	case m.freelist != ^uint64(0) && (m.freelist < 2 || m.freelist >= m.pgid):
-		return fmt.Errorf("%w: bad freelist page", ErrCorrupt)
+		return false, fmt.Errorf("%w: bad freelist page", ErrCorrupt)
 	}
 	if flags, overflow, ok := readPageHeader(f, int64(m.root)*ps); !ok || flags&(pageBranch|pageLeaf) == 0 || m.root+uint64(overflow) >= m.pgid {
-		return fmt.Errorf("%w: bad root page", ErrCorrupt)
+		return false, fmt.Errorf("%w: bad root page", ErrCorrupt)
 	}
 	if m.freelist != ^uint64(0) {
 		if flags, overflow, ok := readPageHeader(f, int64(m.freelist)*ps); !ok || flags&pageFreelist == 0 || m.freelist+uint64(overflow) >= m.pgid {
-			return fmt.Errorf("%w: bad freelist page", ErrCorrupt)
+			return false, fmt.Errorf("%w: bad freelist page", ErrCorrupt)
 		} else if !freelistValid(f, int64(m.freelist)*ps, (int64(overflow)+1)*ps, m.pgid) {
 			// bbolt trusts the ids: a damaged one makes it write pages
 			// at wild offsets or hand one page out twice.
-			return fmt.Errorf("%w: bad freelist", ErrCorrupt)
+			return false, fmt.Errorf("%w: bad freelist", ErrCorrupt)
 		}
 	}
-	return nil
+	return ok0 != ok1, nil
 }
 
 // bbolt's on-disk constants (go.etcd.io/bbolt/internal/common).

@@ -79,3 +79,44 @@ func TestOpenRejectsBadFreelist(t *testing.T) {
 	}
 	db.Close()
 }
+
+// A damaged meta page is not silent: bbolt opens at the other meta page's
+// commit, and Open counts the damage in Stats.CorruptSkipped (and logs it).
+func TestOpenReportsDamagedMeta(t *testing.T) {
+	for _, page := range []int{0, 1} {
+		t.Run(fmt.Sprint("meta", page), func(t *testing.T) {
+			now := time.UnixMilli(1_767_225_600_000)
+			opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1}
+			path := filepath.Join(t.TempDir(), "rate.db")
+			db, err := Open(path, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, _ := db.Window(FixedWindow, time.Hour)
+			for i := 0; i < 100; i++ {
+				if _, err := w.Inc(context.Background(), fmt.Sprint("key-", i), 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data[page*os.Getpagesize()+pageHeader] ^= 0x5a // the magic number (bbolt pages are OS pages)
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			db, err = Open(path, opts)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer db.Close()
+			if got := db.Stats().CorruptSkipped; got != 1 {
+				t.Fatalf("CorruptSkipped = %d, want 1", got)
+			}
+		})
+	}
+}

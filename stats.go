@@ -40,7 +40,9 @@ type Stats struct {
 	Reloaded int64
 	// Cleaned counts windows the janitor removed.
 	Cleaned int64
-	// CorruptSkipped counts records that failed validation and were ignored.
+	// CorruptSkipped counts records that failed validation and were ignored,
+	// plus one if Open found one of the file's two meta pages damaged and
+	// opened at the other one's (previous) commit.
 	CorruptSkipped int64
 	// JanitorFailures counts janitor passes that failed to clean the file.
 	JanitorFailures int64
