@@ -156,8 +156,15 @@ func (s *spec) acquire(key string, h uint64, now int64) (e *entry, cold bool, er
 		}
 		db.exp.add(e, max(e.maxEnd(), now)+db.kot)
 	}
-	if !e.hot.Load() && db.cache.Set(h, e, 1) {
-		e.hot.Store(true)
+	if !e.hot.Load() {
+		// Count this use in the cache's frequency sketch (a miss), so that
+		// a window in use earns its place against the residents: the cache
+		// admits a newcomer only if it has been used at least as often as
+		// the resident it would evict, and it counts only Gets.
+		db.cache.Get(h)
+		if db.cache.Set(h, e, 1) {
+			e.hot.Store(true)
+		}
 	}
 	cold = !e.hot.Load()
 	e.mu.Lock()

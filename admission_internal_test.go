@@ -1,0 +1,57 @@
+package ratedb
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// When the keys in use change, the new ones must win their place in the
+// cache: the cache admits a window only if its use count beats a resident's,
+// so every use of a cold window has to be counted. (Before the fix only hot
+// windows' uses were counted, so once the cache was full of formerly busy
+// windows, new busy ones were rejected on every use and, with a file,
+// reloaded from disk after every snapshot.)
+func TestNewHotKeysWinTheCache(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{
+		Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 16,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w, _ := db.Window(FixedWindow, time.Hour)
+	ctx := context.Background()
+	keys := func(prefix string) (ks []string) {
+		for i := 0; i < 16; i++ {
+			ks = append(ks, fmt.Sprint(prefix, i))
+		}
+		return ks
+	}
+	phase := func(ks []string, rounds int, snapshot bool) (reloads int64) {
+		for r := 0; r < rounds; r++ {
+			before := db.Stats().Reloaded
+			for _, k := range ks {
+				if _, err := w.Inc(ctx, k, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if snapshot {
+				if err := db.Snapshot(); err != nil { // cold windows leave memory
+					t.Fatal(err)
+				}
+			}
+			db.cache.Wait()
+			reloads = db.Stats().Reloaded - before
+		}
+		return reloads
+	}
+	phase(keys("old-"), 20000, false) // busy: the cache counts their uses
+	phase(keys("old-"), 1, true)
+	if got := phase(keys("new-"), 500, true); got > 2 {
+		t.Fatalf("after 500 rounds on 16 new keys, %d of them still reload from the file every round", got)
+	}
+}
