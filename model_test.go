@@ -117,6 +117,32 @@ func (l *mLim) current(key string, now int64) (int64, int64) {
 	return 0, mNextEnd(l.alg, key, now, l.scale)
 }
 
+// mLay is the model of one Layered limiter: one window per tier, all or
+// nothing.
+type mLay struct {
+	alg   ratedb.Algorithm
+	tiers []ratedb.Tier
+	wins  map[string][]mWin // one per tier; absent: no window in any tier
+}
+
+func (l *mLay) clone() *mLay {
+	c := &mLay{alg: l.alg, tiers: l.tiers, wins: make(map[string][]mWin, len(l.wins))}
+	for k, v := range l.wins {
+		c.wins[k] = append([]mWin(nil), v...)
+	}
+	return c
+}
+
+func (l *mLay) scale(i int) int64 { return l.tiers[i].Scale.Milliseconds() }
+
+// current returns tier i's count and end at now, as mLim.current does.
+func (l *mLay) current(key string, i int, now int64) (int64, int64) {
+	if ws, ok := l.wins[key]; ok && now < ws[i].end {
+		return ws[i].count, ws[i].end
+	}
+	return 0, mNextEnd(l.alg, key, now, l.scale(i))
+}
+
 // modelRun is one seed's run: the DB under test, the model and the
 // environment (clock, file, crash image).
 type modelRun struct {
@@ -133,6 +159,9 @@ type modelRun struct {
 	ws     []*ratedb.Window
 	lims   []*mLim
 	commit []*mLim // model state as of the image
+	lays   []*mLay // Layered limiters (none in some seeds)
+	ls     []*ratedb.Layered
+	lcomm  []*mLay // Layered model state as of the image
 	keys   []string
 	log    []string // operations so far, for the failure message
 
@@ -236,6 +265,18 @@ func newModelRun(t *testing.T, seed int64) *modelRun {
 		seen[[2]int64{int64(alg), sc}] = true
 		m.lims = append(m.lims, &mLim{alg: alg, scale: sc, wins: map[string]mWin{}})
 	}
+	if rng.IntN(2) == 0 {
+		l := &mLay{alg: algs[rng.IntN(len(algs))], wins: map[string][]mWin{}}
+		used := map[int64]bool{}
+		for n := 2 + rng.IntN(2); len(l.tiers) < n; {
+			sc := scales[rng.IntN(len(scales))]
+			if !used[sc] {
+				used[sc] = true
+				l.tiers = append(l.tiers, ratedb.Tier{Scale: time.Duration(sc) * time.Millisecond, Limit: rng.Int64N(15)})
+			}
+		}
+		m.lays = append(m.lays, l)
+	}
 	m.logf("open path=%q MaxHotKeys=%d KeyOlderThan=%v keys=%d limiters=%s", m.path, hot, m.opts.KeyOlderThan, nkeys, m.limNames())
 	m.snapCommit()
 	if err := m.open(); err != nil {
@@ -253,6 +294,9 @@ func (m *modelRun) limNames() string {
 	var b strings.Builder
 	for i, l := range m.lims {
 		fmt.Fprintf(&b, "[%d]%v/%dms ", i, l.alg, l.scale)
+	}
+	for i, l := range m.lays {
+		fmt.Fprintf(&b, "[L%d]%v/%v ", i, l.alg, l.tiers)
 	}
 	return b.String()
 }
@@ -280,6 +324,14 @@ func (m *modelRun) open() error {
 		}
 		m.ws = append(m.ws, w)
 	}
+	m.ls = m.ls[:0]
+	for _, l := range m.lays {
+		ly, err := db.Layered(l.alg, l.tiers...)
+		if err != nil {
+			return err
+		}
+		m.ls = append(m.ls, ly)
+	}
 	return nil
 }
 
@@ -294,6 +346,10 @@ func (m *modelRun) snapCommit() {
 	m.commit = m.commit[:0]
 	for _, l := range m.lims {
 		m.commit = append(m.commit, l.clone())
+	}
+	m.lcomm = m.lcomm[:0]
+	for _, l := range m.lays {
+		m.lcomm = append(m.lcomm, l.clone())
 	}
 }
 
@@ -318,6 +374,9 @@ func (m *modelRun) syncClock() error {
 }
 
 func (m *modelRun) step() error {
+	if len(m.lays) > 0 && m.rng.IntN(3) == 0 {
+		return m.stepLayered()
+	}
 	r := m.rng.IntN(100)
 	li := m.rng.IntN(len(m.lims))
 	l, w := m.lims[li], m.ws[li]
@@ -482,6 +541,13 @@ func (m *modelRun) checkAll() error {
 			}
 		}
 	}
+	for li := range m.lays {
+		for _, k := range m.keys {
+			if err := m.checkLayered(li, k); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -532,6 +598,9 @@ func (m *modelRun) reopen(crash bool) error {
 		}
 		for i := range m.lims {
 			m.lims[i] = m.commit[i].clone()
+		}
+		for i := range m.lays {
+			m.lays[i] = m.lcomm[i].clone()
 		}
 		// The time seen since the last snapshot is lost with the crash; keep
 		// the clock at or after it, so the model's now is exact.

@@ -1,0 +1,145 @@
+package ratedb_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ratedb/ratedb"
+)
+
+// stepLayered runs one random operation on a Layered limiter and compares
+// it with the model.
+func (m *modelRun) stepLayered() error {
+	li := m.rng.IntN(len(m.lays))
+	l, ly := m.lays[li], m.ls[li]
+	key := m.keys[m.rng.IntN(len(m.keys))]
+	switch r := m.rng.IntN(10); {
+	case r < 6:
+		return m.hitLayered(li, l, ly, key, 1+m.rng.Int64N(3))
+	case r < 7:
+		inc := 1 + m.rng.Int64N(5)
+		now := m.tick()
+		m.logf("[L%d] Inc(%s, %d)", li, key, inc)
+		got, err := ly.Inc(ctx, key, inc)
+		if err != nil {
+			return fmt.Errorf("Layered.Inc: %w", err)
+		}
+		ws := make([]mWin, len(l.tiers))
+		for i := range ws {
+			c, end := l.current(key, i, now)
+			ws[i] = mWin{c + inc, end}
+			if len(got) != len(ws) || got[i] != c+inc {
+				return fmt.Errorf("[L%d] Inc(%s): got %v, model tier %d = %d", li, key, got, i, c+inc)
+			}
+		}
+		l.wins[key] = ws
+	case r < 8:
+		if err := m.syncClock(); err != nil {
+			return err
+		}
+		m.logf("[L%d] Reset(%s)", li, key)
+		if err := ly.Reset(ctx, key); err != nil {
+			return fmt.Errorf("Layered.Reset: %w", err)
+		}
+		delete(l.wins, key)
+	default:
+		return m.checkLayered(li, key)
+	}
+	return nil
+}
+
+// hitLayered checks one Layered Hit: allowed only if every tier has room,
+// then counted in every tier; the binding tier is the denying tier that
+// frees up last (first such tier on ties), or when allowed the tier with the
+// least room left (first on ties).
+func (m *modelRun) hitLayered(li int, l *mLay, ly *ratedb.Layered, key string, inc int64) error {
+	now := m.tick()
+	m.logf("[L%d] Hit(%s, inc %d)", li, key, inc)
+	got, err := ly.Hit(ctx, key, inc)
+	if err != nil {
+		return fmt.Errorf("Layered.Hit: %w", err)
+	}
+	trs := make([]ratedb.TierResult, len(l.tiers))
+	allowed := true
+	for i, t := range l.tiers {
+		c, end := l.current(key, i, now)
+		fits := c+inc <= t.Limit
+		allowed = allowed && fits
+		trs[i] = ratedb.TierResult{Scale: t.Scale, Limit: t.Limit, Count: c, ResetAt: time.UnixMilli(end), Fits: fits}
+	}
+	if allowed {
+		ws := make([]mWin, len(trs))
+		for i := range trs {
+			trs[i].Count += inc
+			ws[i] = mWin{trs[i].Count, trs[i].ResetAt.UnixMilli()}
+		}
+		l.wins[key] = ws
+		m.allowed++
+	} else {
+		m.denied++
+	}
+	bind := -1
+	for i := range trs {
+		trs[i].Remaining = max(0, trs[i].Limit-trs[i].Count)
+		switch {
+		case bind < 0 && (allowed || !trs[i].Fits):
+			bind = i
+		case allowed && trs[i].Remaining < trs[bind].Remaining:
+			bind = i
+		case !allowed && !trs[i].Fits && trs[i].ResetAt.After(trs[bind].ResetAt):
+			bind = i
+		}
+	}
+	b := trs[bind]
+	want := ratedb.Result{Allowed: allowed, Count: b.Count, Limit: b.Limit, Remaining: b.Remaining,
+		ResetAt: b.ResetAt, Scale: b.Scale, Tier: bind, Tiers: trs}
+	if !allowed {
+		want.RetryAfter = time.Duration(b.ResetAt.UnixMilli()-now) * time.Millisecond
+	}
+	if !sameResult(got, want) {
+		return fmt.Errorf("[L%d] Hit(%s, %d) at %d:\n got  %+v\n want %+v", li, key, inc, now, got, want)
+	}
+	return nil
+}
+
+func sameResult(a, b ratedb.Result) bool {
+	if a.Allowed != b.Allowed || a.Count != b.Count || a.Limit != b.Limit || a.Remaining != b.Remaining ||
+		!a.ResetAt.Equal(b.ResetAt) || a.RetryAfter != b.RetryAfter || a.Scale != b.Scale || a.Tier != b.Tier ||
+		len(a.Tiers) != len(b.Tiers) {
+		return false
+	}
+	for i := range a.Tiers {
+		x, y := a.Tiers[i], b.Tiers[i]
+		if x.Scale != y.Scale || x.Limit != y.Limit || x.Count != y.Count || x.Remaining != y.Remaining ||
+			!x.ResetAt.Equal(y.ResetAt) || x.Fits != y.Fits {
+			return false
+		}
+	}
+	return true
+}
+
+// checkLayered compares Get and ExpiresAt of one key of a Layered limiter
+// with the model.
+func (m *modelRun) checkLayered(li int, key string) error {
+	l, ly := m.lays[li], m.ls[li]
+	now := m.tick()
+	n, err := ly.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("Layered.Get: %w", err)
+	}
+	ends, err := ly.ExpiresAt(ctx, key)
+	if err != nil {
+		return fmt.Errorf("Layered.ExpiresAt: %w", err)
+	}
+	for i := range l.tiers {
+		var wantN int64
+		var wantEnd time.Time
+		if ws, ok := l.wins[key]; ok && now < ws[i].end {
+			wantN, wantEnd = ws[i].count, time.UnixMilli(ws[i].end)
+		}
+		if len(n) != len(l.tiers) || len(ends) != len(l.tiers) || n[i] != wantN || !ends[i].Equal(wantEnd) {
+			return fmt.Errorf("[L%d] key %s tier %d at %d: Get %v ExpiresAt %v, model %d %d", li, key, i, now, n, ends, wantN, msOrZero(wantEnd))
+		}
+	}
+	return nil
+}
