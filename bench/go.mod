@@ -5,6 +5,7 @@ go 1.26.8
 replace github.com/ratedb/ratedb => ../
 
 require (
+	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/go-chi/httprate v0.16.1
 	github.com/ratedb/ratedb v0.0.0-00010101000000-000000000000
 	github.com/sethvargo/go-limiter v0.7.1
@@ -21,7 +22,6 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/dgraph-io/ristretto/v2 v2.4.2 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/hashicorp/golang-lru v0.5.4 // indirect
