@@ -5,6 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== gofmt"
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+  echo "not gofmt-formatted:"; echo "$unformatted"; exit 1
+fi
 echo "== go vet"
 go vet ./...
 echo "== go test -race -shuffle=on ./..."
