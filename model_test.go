@@ -436,6 +436,9 @@ func (m *modelRun) step() error {
 		if err := m.db.Snapshot(); err != nil {
 			return fmt.Errorf("Snapshot: %w", err)
 		}
+		if err := m.db.Verify(); err != nil { // a sound file always verifies
+			return fmt.Errorf("Verify: %w", err)
+		}
 		if m.path != "" {
 			if err := copyFile(m.path, m.image); err != nil {
 				return err
@@ -449,6 +452,9 @@ func (m *modelRun) step() error {
 		m.logf("Clean")
 		if _, err := m.db.Clean(); err != nil {
 			return fmt.Errorf("Clean: %w", err)
+		}
+		if err := m.db.Verify(); err != nil {
+			return fmt.Errorf("Verify after Clean: %w", err)
 		}
 	case r < 95:
 		st := m.db.Stats()

@@ -385,6 +385,10 @@ func Trial(dir, base, foreign string, seed uint64, n int) Outcome {
 		}
 	}
 	out.Skipped = db.Stats().CorruptSkipped
+	// The full check finds what reads cannot: records made unreachable.
+	if msg := isCorrupt("Verify", db.Verify()); msg != "" {
+		return failf("%s", msg)
+	}
 	for i := 0; i < 20; i++ {
 		k := keyName(rng.IntN(numKeys + 20))
 		_, err := h.ws[0].Hit(ctx, k, 1<<40, 1)

@@ -15,7 +15,8 @@
 // cycle it sends SIGTERM instead: the child then closes the DB and exits),
 // and after the child is dead it checks:
 //
-//   - the file passes bbolt's consistency check (tx.Check) and reopens;
+//   - the file passes bbolt's consistency check (tx.Check), reopens, and
+//     passes DB.Verify;
 //   - no phantom counts: each persisted window count is at most what was
 //     reported allowed in that window (plus the one hit per goroutine whose
 //     decision was not yet reported);
@@ -603,6 +604,10 @@ func (p *parent) verify(path string, graceful bool) error {
 	})
 	if err != nil {
 		return fmt.Errorf("reopening the file with ratedb: %w", err)
+	}
+	if err := db.Verify(); err != nil {
+		_ = db.Close()
+		return fmt.Errorf("a crashed file must verify: %w", err)
 	}
 	return db.Close()
 }
