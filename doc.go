@@ -33,6 +33,13 @@
 // a crash a key can therefore be allowed up to limit plus the hits lost in
 // that window.
 //
+// Damaged files: every record carries a version and a CRC-32C over key and
+// value; a damaged record is skipped and counted in Stats.CorruptSkipped. A
+// file that cannot be opened safely gives ErrCorrupt (or, with
+// CorruptMoveAside, is moved aside). bbolt does not checksum its data pages,
+// so a flipped byte in a stored key can make a window unreachable without an
+// error at Open; DB.Verify reads the whole file and reports such damage.
+//
 // Clock: time granularity is the millisecond, and time never runs backwards
 // for a DB: a clock that jumps back is held at the newest reading seen (also
 // across restarts), so a window is never reopened early and never lives more
@@ -49,7 +56,9 @@
 // boundary (limit hits at the end of one window, limit more at the start of
 // the next); StaggeredWindow and PerKeyWindow move that boundary per key but
 // do not remove it. ratedb is for one process on one machine: it does not
-// share counts between processes. Keys are at most MaxKeyLen bytes. Expired
+// share counts between processes. Memory is bounded by MaxHotKeys plus the
+// changed windows not yet written: when new windows arrive faster than
+// snapshots write them, memory grows until the snapshots catch up. Keys are at most MaxKeyLen bytes. Expired
 // windows leave memory and the file at the first janitor pass after their
 // end plus Options.KeyOlderThan; the file does not shrink when they do (bbolt
 // reuses its free pages). Raw keys may be personal data: ratedb never puts
