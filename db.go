@@ -18,12 +18,15 @@ import (
 // A DB is safe for concurrent use. Close it when done: Close writes a final
 // snapshot, and calls made after Close has begun return ErrClosed.
 type DB struct {
-	opts  Options
-	path  string
-	bolt  *bolt.DB // nil in memory-only mode
-	cache *ristretto.Cache[uint64, *entry]
-	kot   int64 // Options.KeyOlderThan in milliseconds
-	log   *slog.Logger
+	opts    Options
+	path    string
+	persist bool     // path != "": the DB has a file
+	bolt    *bolt.DB // nil in memory-only mode; read under boltMu or snapMu, switched by rebuild holding both
+	boltMu  sync.RWMutex
+	fileErr error // set (snapMu held) when the file must not be written: see auditFile
+	cache   *ristretto.Cache[uint64, *entry]
+	kot     int64 // Options.KeyOlderThan in milliseconds
+	log     *slog.Logger
 
 	shards [numShards]shard
 	fast   []atomic.Pointer[entry] // see fastSlot
@@ -42,7 +45,7 @@ type DB struct {
 	specMu sync.Mutex
 	specs  map[string]*spec
 
-	snapMu sync.Mutex // one writer of the file at a time: snapshots and janitor passes
+	snapMu sync.Mutex // one writer of the file at a time: snapshots, janitor passes, the audit after Open
 
 	memWindows atomic.Int64
 	stats      counters
@@ -60,20 +63,29 @@ type DB struct {
 // ErrCorrupt for a file that is not a valid ratedb database (unless
 // Options.OnCorrupt says otherwise). Opening reads only the file's metadata,
 // never every window: windows are loaded on their first use.
+//
+// After Open returns, a background pass reads the structure of every page of
+// the file (not the records) before the first snapshot or janitor pass may
+// write to it: bbolt checksums only its meta pages, and a damaged page it
+// rewrote could make it allocate gigabytes or spread the damage. If a page is
+// damaged, the file is rebuilt from every sound record (see
+// Options.OnCorrupt). Hits do not wait for this pass; snapshots, Clean and
+// Close do.
 func Open(path string, opts *Options) (*DB, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
 	db := &DB{
-		opts:  o,
-		path:  path,
-		kot:   o.KeyOlderThan.Milliseconds(),
-		log:   o.Logger,
-		clock: o.Clock,
-		specs: make(map[string]*spec),
-		stop:  make(chan struct{}),
-		fast:  make([]atomic.Pointer[entry], fastTableSize(o.MaxHotKeys)),
+		opts:    o,
+		path:    path,
+		persist: path != "",
+		kot:     o.KeyOlderThan.Milliseconds(),
+		log:     o.Logger,
+		clock:   o.Clock,
+		specs:   make(map[string]*spec),
+		stop:    make(chan struct{}),
+		fast:    make([]atomic.Pointer[entry], fastTableSize(o.MaxHotKeys)),
 	}
 	for i := range db.shards {
 		db.shards[i].m = make(map[uint64]*entry)
@@ -112,7 +124,16 @@ func Open(path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("ratedb: creating cache: %w", err)
 	}
 	db.cache = cache
-	if db.bolt != nil && o.SnapshotPeriod > 0 {
+	if db.persist {
+		// Nothing writes the file until its audit is done.
+		db.snapMu.Lock()
+		db.wg.Add(1)
+		go func() {
+			defer db.wg.Done()
+			db.auditFile()
+		}()
+	}
+	if db.persist && o.SnapshotPeriod > 0 {
 		db.every(o.SnapshotPeriod, db.backgroundSnapshot)
 	}
 	if o.CleanPeriod > 0 {
@@ -255,7 +276,7 @@ func fastTableSize(maxHot int64) int {
 
 // markDirty queues e for the next snapshot. e.mu held.
 func (db *DB) markDirty(e *entry, h uint64) {
-	if db.bolt == nil || e.dirty {
+	if !db.persist || e.dirty {
 		return
 	}
 	e.dirty = true
@@ -306,7 +327,7 @@ func (db *DB) spill(e *entry) {
 	}
 	e.hot.Store(false)
 	db.stats.spilled.Add(1)
-	if db.bolt == nil {
+	if !db.persist {
 		return
 	}
 	e.mu.Lock()

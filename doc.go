@@ -36,9 +36,12 @@
 // Damaged files: every record carries a version and a CRC-32C over key and
 // value; a damaged record is skipped and counted in Stats.CorruptSkipped. A
 // file that cannot be opened safely gives ErrCorrupt (or, with
-// CorruptMoveAside, is moved aside). bbolt does not checksum its data pages,
-// so a flipped byte in a stored key can make a window unreachable without an
-// error at Open; DB.Verify reads the whole file and reports such damage.
+// CorruptMoveAside, is moved aside). bbolt does not checksum its data pages:
+// before anything writes to the file, a background pass after Open checks
+// the structure of every page and, if one is damaged, rebuilds the file from
+// its sound records. A flipped byte in a stored key can still make a window
+// unreachable without an error; DB.Verify reads the whole file and reports
+// such damage.
 //
 // Clock: time granularity is the millisecond, and time never runs backwards
 // for a DB: a clock that jumps back is held at the newest reading seen (also

@@ -61,7 +61,7 @@ func (db *DB) openPath() error {
 	if err != nil {
 		return err
 	}
-	metaDamaged, err := validateFile(db.path)
+	_, metaDamaged, err := validateFile(db.path)
 	unlock()
 	if err != nil {
 		return err
@@ -130,25 +130,7 @@ func createFile(path string, now int64) error {
 	if err != nil {
 		return fmt.Errorf("ratedb: creating database: %w", err)
 	}
-	err = bdb.Update(func(tx *bolt.Tx) error {
-		mb, err := tx.CreateBucket(bucketMeta)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.CreateBucket(bucketWindows); err != nil {
-			return err
-		}
-		if _, err := tx.CreateBucket(bucketIndex); err != nil {
-			return err
-		}
-		if err := mb.Put(keyFormat, formatMarker); err != nil {
-			return err
-		}
-		if err := mb.Put(keyWindows, record.EncodeInt64(0)); err != nil {
-			return err
-		}
-		return mb.Put(keyHWM, record.EncodeInt64(now))
-	})
+	err = bdb.Update(func(tx *bolt.Tx) error { return initFile(tx, now) })
 	if cerr := bdb.Close(); err == nil {
 		err = cerr
 	}
@@ -163,6 +145,28 @@ func createFile(path string, now int64) error {
 		_ = d.Close()
 	}
 	return nil
+}
+
+// initFile creates the buckets and metadata of an empty database whose
+// newest time seen is now.
+func initFile(tx *bolt.Tx, now int64) error {
+	mb, err := tx.CreateBucket(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(bucketWindows); err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(bucketIndex); err != nil {
+		return err
+	}
+	if err := mb.Put(keyFormat, formatMarker); err != nil {
+		return err
+	}
+	if err := mb.Put(keyWindows, record.EncodeInt64(0)); err != nil {
+		return err
+	}
+	return mb.Put(keyHWM, record.EncodeInt64(now))
 }
 
 // initialMmapSize is the size of bbolt's first memory map: 1 GiB on 64-bit
@@ -210,11 +214,18 @@ func openBolt(path string, timeout time.Duration, noSync bool) (bdb *bolt.DB, er
 
 // view and update run a bbolt transaction, turning a panic or memory fault
 // (bbolt's reaction to some damaged pages) into an error wrapping ErrCorrupt.
+// view may run at any time; boltMu keeps rebuild from switching files under
+// it. update runs with snapMu held, as rebuild does.
 func (db *DB) view(fn func(*bolt.Tx) error) error {
+	db.boltMu.RLock()
+	defer db.boltMu.RUnlock()
 	return guard(func() error { return db.bolt.View(fn) })
 }
 
 func (db *DB) update(fn func(*bolt.Tx) error) error {
+	if db.fileErr != nil {
+		return db.fileErr
+	}
 	return guard(func() error { return db.bolt.Update(fn) })
 }
 
@@ -234,7 +245,7 @@ func guard(fn func() error) (err error) {
 func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err error) {
 	db := s.db
 	n := len(s.scales)
-	if db.bolt != nil {
+	if db.persist {
 		k := make([]byte, 0, len(s.prefix)+len(key))
 		k = append(append(k, s.prefix...), key...)
 		err = db.view(func(tx *bolt.Tx) error {
@@ -272,19 +283,19 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 // a file whose meta page, the one bbolt will use, is intact and consistent
 // with the file's size. metaDamaged reports that the other meta page failed
 // its checks: bbolt then opens at the commit of the one that passed.
-func validateFile(path string) (metaDamaged bool, err error) {
+func validateFile(path string) (m bmeta, metaDamaged bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false, fmt.Errorf("ratedb: %w", err)
+		return bmeta{}, false, fmt.Errorf("ratedb: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return false, fmt.Errorf("ratedb: %w", err)
+		return bmeta{}, false, fmt.Errorf("ratedb: %w", err)
 	}
 	size := fi.Size()
 	if size == 0 {
-		return false, fmt.Errorf("%w: zero-byte file", ErrCorrupt)
+		return bmeta{}, false, fmt.Errorf("%w: zero-byte file", ErrCorrupt)
 	}
 	m0, ok0 := readMeta(f, 0)
 	var m1 bmeta
@@ -306,32 +317,32 @@ func validateFile(path string) (metaDamaged bool, err error) {
 		m, ok = m1, ok1
 	}
 	if !ok {
-		return false, fmt.Errorf("%w: no valid meta page", ErrCorrupt)
+		return bmeta{}, false, fmt.Errorf("%w: no valid meta page", ErrCorrupt)
 	}
 	ps := int64(m.pageSize)
 	switch {
 	case ps < 512 || ps > 1<<20 || ps&(ps-1) != 0:
-		return false, fmt.Errorf("%w: bad page size", ErrCorrupt)
+		return bmeta{}, false, fmt.Errorf("%w: bad page size", ErrCorrupt)
 	case m.pgid < 4 || m.pgid > uint64(size/ps):
-		return false, fmt.Errorf("%w: file is shorter than its meta page says (truncated?)", ErrCorrupt)
+		return bmeta{}, false, fmt.Errorf("%w: file is shorter than its meta page says (truncated?)", ErrCorrupt)
 	case m.root < 2 || m.root >= m.pgid:
-		return false, fmt.Errorf("%w: bad root page", ErrCorrupt)
+		return bmeta{}, false, fmt.Errorf("%w: bad root page", ErrCorrupt)
 	case m.freelist != ^uint64(0) && (m.freelist < 2 || m.freelist >= m.pgid):
-		return false, fmt.Errorf("%w: bad freelist page", ErrCorrupt)
+		return bmeta{}, false, fmt.Errorf("%w: bad freelist page", ErrCorrupt)
 	}
 	if flags, overflow, ok := readPageHeader(f, int64(m.root)*ps); !ok || flags&(pageBranch|pageLeaf) == 0 || m.root+uint64(overflow) >= m.pgid {
-		return false, fmt.Errorf("%w: bad root page", ErrCorrupt)
+		return bmeta{}, false, fmt.Errorf("%w: bad root page", ErrCorrupt)
 	}
 	if m.freelist != ^uint64(0) {
 		if flags, overflow, ok := readPageHeader(f, int64(m.freelist)*ps); !ok || flags&pageFreelist == 0 || m.freelist+uint64(overflow) >= m.pgid {
-			return false, fmt.Errorf("%w: bad freelist page", ErrCorrupt)
+			return bmeta{}, false, fmt.Errorf("%w: bad freelist page", ErrCorrupt)
 		} else if !freelistValid(f, int64(m.freelist)*ps, (int64(overflow)+1)*ps, m.pgid) {
 			// bbolt trusts the ids: a damaged one makes it write pages
 			// at wild offsets or hand one page out twice.
-			return false, fmt.Errorf("%w: bad freelist", ErrCorrupt)
+			return bmeta{}, false, fmt.Errorf("%w: bad freelist", ErrCorrupt)
 		}
 	}
-	return ok0 != ok1, nil
+	return m, ok0 != ok1, nil
 }
 
 // bbolt's on-disk constants (go.etcd.io/bbolt/internal/common).

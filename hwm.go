@@ -14,7 +14,7 @@ import (
 // windows that had already ended (found by TestModel, seed 46; see
 // TestCloseKeepsTimeWhenIdle).
 func (db *DB) saveHWM() error {
-	if db.bolt == nil {
+	if !db.persist {
 		return nil
 	}
 	db.snapMu.Lock()

@@ -136,7 +136,7 @@ func (db *DB) clean() (int, error) {
 		dels    []uint64
 		keys    map[string]struct{} // record keys of windows removed from memory
 	)
-	if db.bolt != nil {
+	if db.persist {
 		keys = make(map[string]struct{})
 	}
 	for _, e := range db.exp.popDue(now) {
@@ -171,7 +171,7 @@ func (db *DB) clean() (int, error) {
 		db.cache.Del(h)
 	}
 	var err error
-	if db.bolt != nil {
+	if db.persist {
 		var n int
 		n, err = db.cleanFile(cutoff, keys)
 		removed += n

@@ -60,6 +60,12 @@ type Options struct {
 
 	// OnCorrupt says what Open does with a file that fails validation.
 	// Default CorruptFail.
+	//
+	// Damage found after Open, by the check of every page's structure that
+	// runs in the background before anything writes to the file, is
+	// repaired whatever OnCorrupt says: the file is rebuilt from its sound
+	// records, the damaged one kept as "<path>.corrupt-<unix-ms>", and the
+	// loss logged and counted in Stats.CorruptSkipped.
 	OnCorrupt CorruptPolicy
 
 	// NoSync skips fsync at each snapshot commit. A process crash still loses

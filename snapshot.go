@@ -98,7 +98,7 @@ func (sl *slab) alloc(n int) []byte {
 // and settles the entries: as its batch commits a cold entry leaves memory;
 // on a failure every entry not yet committed is dirty again.
 func (db *DB) snapshot() error {
-	if db.bolt == nil {
+	if !db.persist {
 		return nil
 	}
 	db.snapMu.Lock()

@@ -180,7 +180,7 @@ func (s *spec) acquire(key string, h uint64, now int64) (e *entry, cold bool, er
 // take leaves memory at once if the file already holds its state.
 func (s *spec) release(e *entry, cold bool) {
 	e.mu.Unlock()
-	if cold && s.db.bolt != nil {
+	if cold && s.db.persist {
 		s.db.dropIfClean(e)
 	}
 }
@@ -228,7 +228,7 @@ func (s *spec) reset(key string) error {
 	sh.mu.Lock()
 	e := sh.find(h, s, key)
 	if e == nil {
-		if db.bolt == nil {
+		if !db.persist {
 			sh.mu.Unlock()
 			return nil
 		}
@@ -248,7 +248,7 @@ func (s *spec) reset(key string) error {
 		*e.tier(i) = counter{}
 	}
 	wasHot := false
-	if db.bolt != nil {
+	if db.persist {
 		db.markDirty(e, h)
 	} else {
 		wasHot = db.removeLocked(sh, h, e)

@@ -3,14 +3,16 @@ package ratedb
 import (
 	"bytes"
 	"fmt"
+	"os"
 
 	"github.com/ratedb/ratedb/internal/record"
 	bolt "go.etcd.io/bbolt"
 )
 
-// Verify reads the whole file and checks it: that keys are in order, every
-// window record's version and checksum, and that the expiry index and the
-// records agree. It returns nil
+// Verify reads the whole file and checks it: the structure of every page
+// (see the audit after Open, in Options.OnCorrupt), that keys are in order,
+// every window record's version and checksum, and that the expiry index and
+// the records agree. It returns nil
 // for a sound file, or an error wrapping ErrCorrupt that counts the problems
 // of each kind (never naming a key).
 //
@@ -27,22 +29,28 @@ func (db *DB) Verify() error {
 		return ErrClosed
 	}
 	defer db.exit(0)
-	if db.bolt == nil {
+	if !db.persist {
 		return nil
 	}
 	// bbolt's own tx.Check is not used: it walks the pages on a goroutine
 	// of its own, where a damaged page's panic or fault cannot be caught.
-	var order, records, index int
+	var order, records, index, pages int
 	err := db.view(func(tx *bolt.Tx) error {
 		wb, xb := tx.Bucket(bucketWindows), tx.Bucket(bucketIndex)
 		if wb == nil || xb == nil {
 			return fmt.Errorf("%w: missing bucket", ErrCorrupt)
 		}
+		// The pages: the transaction keeps every page it can reach from
+		// being reused, so they read the same through a file of our own.
+		var err error
+		if pages, err = db.auditTx(tx); err != nil || pages > 0 {
+			return err // bbolt's reads of a damaged page can fault
+		}
 		var buf [record.MaxTiers]counter
 		var ik, prev []byte
 		// Keys are in order, and every record decodes and has its index
 		// entry.
-		err := wb.ForEach(func(k, v []byte) error {
+		err = wb.ForEach(func(k, v []byte) error {
 			if prev != nil && bytes.Compare(prev, k) >= 0 {
 				order++
 			}
@@ -88,9 +96,28 @@ func (db *DB) Verify() error {
 	if err != nil {
 		return err
 	}
-	if order+records+index > 0 {
-		return fmt.Errorf("%w: %d keys out of order, %d damaged records, %d index entries without a matching record or records without one",
-			ErrCorrupt, order, records, index)
+	if pages+order+records+index > 0 {
+		return fmt.Errorf("%w: %d damaged pages, %d keys out of order, %d damaged records, %d index entries without a matching record or records without one",
+			ErrCorrupt, pages, order, records, index)
 	}
 	return nil
+}
+
+// auditTx checks the structure of the pages of every bucket tx sees (see
+// pageAudit); the root bucket's page, which holds the small buckets inline,
+// was checked after Open. It returns how many pages are damaged.
+func (db *DB) auditTx(tx *bolt.Tx) (int, error) {
+	f, err := os.Open(db.path)
+	if err != nil {
+		return 0, fmt.Errorf("ratedb: %w", err)
+	}
+	defer f.Close()
+	ps := db.bolt.Info().PageSize
+	a := newPageAudit(f, bmeta{pageSize: uint32(ps), pgid: uint64(tx.Size()) / uint64(ps)})
+	for _, name := range [][]byte{bucketMeta, bucketWindows, bucketIndex} {
+		if root := uint64(tx.Bucket(name).Root()); root != 0 {
+			a.walk(root, 1, string(name))
+		}
+	}
+	return a.damaged, a.err
 }

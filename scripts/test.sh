@@ -18,6 +18,7 @@ echo "== fuzz (short)"
 go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 10s ./internal/record
 go test -run '^$' -fuzz '^FuzzWindowArithmetic$' -fuzztime 10s .
 go test -run '^$' -fuzz '^FuzzCompareRecs$' -fuzztime 10s .
+go test -run '^$' -fuzz '^FuzzCheckPage$' -fuzztime 10s .
 go test -run '^$' -fuzz '^FuzzClientIP$' -fuzztime 10s ./httplimit
 go test -run '^$' -fuzz '^FuzzKeysUnambiguous$' -fuzztime 10s ./httplimit
 if [ -f bench/go.mod ]; then

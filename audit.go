@@ -1,0 +1,210 @@
+package ratedb
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+)
+
+// A pageAudit walks the B+tree of a bbolt file through its own reads
+// (io.ReaderAt), never through bbolt's memory map, and checks the structure
+// bbolt trusts without checking: that each page is where its parent says,
+// is a branch or a leaf, and holds its elements, keys and values inside its
+// own bytes, and that no page is reached twice.
+//
+// bbolt checksums only its meta pages. A flipped bit in an element's size
+// makes bbolt read a key or value gigabytes long out of its map: reads of it
+// fault or return garbage (record checksums catch that), but the first commit
+// that rewrites the page copies it, allocating gigabytes, and can take the
+// process down. The audit finds such pages before anything is written (see
+// DB.auditFile) and rebuild copies every sound record into a fresh file.
+//
+// Damage is counted per page; a damaged page's elements that lie inside its
+// bytes are still walked and reported, since records carry checksums.
+type pageAudit struct {
+	r    io.ReaderAt
+	ps   int64  // page size
+	pgid uint64 // pages [0, pgid) are in use
+	seen []uint64
+
+	// leaf, if set, receives every key and value of a leaf page in a
+	// top-level bucket's tree (slices valid only during the call).
+	leaf func(bucket string, k, v []byte)
+	// visit, if set, receives each page read, before its check.
+	visit func(id uint64, bucket string, page []byte)
+
+	damaged int   // pages (or inline buckets) that failed a check
+	err     error // a read error: the audit is incomplete
+	bufs    [][]byte
+}
+
+// maxTreeDepth bounds the walk: a sound tree of a few billion keys is far
+// shallower.
+const maxTreeDepth = 32
+
+// bbolt's element layout (go.etcd.io/bbolt/internal/common).
+const (
+	elemSize       = 16  // branch: pos, ksize (uint32), child (uint64); leaf: flags, pos, ksize, vsize (uint32)
+	bucketLeafFlag = 0x1 // a leaf element that is a bucket
+	bucketHdrSize  = 16  // a bucket value: root (uint64), sequence (uint64), then its inline page if root is 0
+)
+
+func newPageAudit(r io.ReaderAt, m bmeta) *pageAudit {
+	return &pageAudit{r: r, ps: int64(m.pageSize), pgid: m.pgid, seen: make([]uint64, (m.pgid+63)/64)}
+}
+
+// run walks the whole file from the root bucket's page.
+func (a *pageAudit) run(root uint64) {
+	a.walk(root, 0, "")
+}
+
+// walk checks page id and everything under it. bucket is the top-level
+// bucket whose tree it belongs to ("" for the root bucket's own tree).
+func (a *pageAudit) walk(id uint64, depth int, bucket string) {
+	if a.err != nil {
+		return
+	}
+	if depth > maxTreeDepth || id < 2 || id >= a.pgid || a.marked(id) {
+		a.damaged++
+		return
+	}
+	var hdr [pageHeader]byte
+	if _, err := a.r.ReadAt(hdr[:], int64(id)*a.ps); err != nil {
+		a.err = fmt.Errorf("ratedb: reading page: %w", err)
+		return
+	}
+	overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+	if id+overflow >= a.pgid {
+		a.mark(id)
+		a.damaged++
+		return
+	}
+	for p := id; p <= id+overflow; p++ {
+		if a.marked(p) {
+			a.damaged++
+			return
+		}
+		a.mark(p)
+	}
+	for len(a.bufs) <= depth {
+		a.bufs = append(a.bufs, nil)
+	}
+	n := int((overflow + 1) * uint64(a.ps))
+	if cap(a.bufs[depth]) < n {
+		a.bufs[depth] = make([]byte, n)
+	}
+	b := a.bufs[depth][:n]
+	if _, err := a.r.ReadAt(b, int64(id)*a.ps); err != nil {
+		a.err = fmt.Errorf("ratedb: reading page: %w", err)
+		return
+	}
+	if a.visit != nil {
+		a.visit(id, bucket, b)
+	}
+	var kids []uint64
+	ok := checkPage(b, id, false, func(k, v []byte, flags uint32) bool {
+		return a.element(k, v, flags, depth, bucket)
+	}, func(child uint64) { kids = append(kids, child) })
+	if !ok {
+		a.damaged++
+	}
+	for _, c := range kids {
+		a.walk(c, depth+1, bucket)
+	}
+}
+
+// element handles one leaf element; it reports false for one that cannot be
+// in a ratedb file.
+func (a *pageAudit) element(k, v []byte, flags uint32, depth int, bucket string) bool {
+	isBucket := flags&bucketLeafFlag != 0
+	switch {
+	case bucket == "" && !isBucket, bucket != "" && isBucket:
+		// The root bucket holds only buckets; ratedb nests none.
+		return false
+	case isBucket:
+		if len(v) < bucketHdrSize {
+			return false
+		}
+		root := binary.LittleEndian.Uint64(v)
+		if root != 0 {
+			a.walk(root, depth+1, string(k))
+			return true
+		}
+		inline := v[bucketHdrSize:]
+		if len(inline) < pageHeader || !checkPage(inline, 0, true, func(ik, iv []byte, iflags uint32) bool {
+			if iflags&bucketLeafFlag != 0 {
+				return false
+			}
+			if a.leaf != nil {
+				a.leaf(string(k), ik, iv)
+			}
+			return true
+		}, nil) {
+			a.damaged++
+		}
+		return true
+	}
+	if a.leaf != nil {
+		a.leaf(bucket, k, v)
+	}
+	return true
+}
+
+func (a *pageAudit) mark(id uint64)        { a.seen[id/64] |= 1 << (id % 64) }
+func (a *pageAudit) marked(id uint64) bool { return a.seen[id/64]&(1<<(id%64)) != 0 }
+
+// checkPage checks the page (or inline page) b, numbered id: its header and
+// that every element, key and value lies inside b. It calls leaf for each
+// leaf element inside b (leaf reports whether the element is acceptable)
+// and child for each branch element's child page. It reports whether the
+// page is sound. It never panics, whatever b holds (FuzzCheckPage).
+func checkPage(b []byte, id uint64, inline bool, leaf func(k, v []byte, flags uint32) bool, child func(uint64)) bool {
+	if len(b) < pageHeader {
+		return false
+	}
+	le := binary.LittleEndian
+	flags, count := le.Uint16(b[8:]), int(le.Uint16(b[10:]))
+	ok := true
+	switch {
+	case !inline && le.Uint64(b) != id:
+		ok = false // bbolt panics on a page that names another id
+	case flags == pageBranch && !inline:
+		if count == 0 {
+			return false
+		}
+	case flags == pageLeaf:
+	default:
+		return false
+	}
+	if pageHeader+count*elemSize > len(b) {
+		ok = false
+		count = (len(b) - pageHeader) / elemSize
+	}
+	size := uint64(len(b))
+	for i := range count {
+		off := pageHeader + i*elemSize
+		e := b[off : off+elemSize]
+		if flags == pageBranch {
+			pos, ksize := uint64(le.Uint32(e[0:])), uint64(le.Uint32(e[4:]))
+			if uint64(off)+pos+ksize > size {
+				ok = false
+				continue
+			}
+			if child != nil {
+				child(le.Uint64(e[8:]))
+			}
+			continue
+		}
+		eflags := le.Uint32(e[0:])
+		pos, ksize, vsize := uint64(le.Uint32(e[4:])), uint64(le.Uint32(e[8:])), uint64(le.Uint32(e[12:]))
+		start := uint64(off) + pos
+		if start+ksize+vsize > size {
+			ok = false
+			continue
+		}
+		if leaf != nil && !leaf(b[start:start+ksize], b[start+ksize:start+ksize+vsize], eflags) {
+			ok = false
+		}
+	}
+	return ok
+}
