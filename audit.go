@@ -1,9 +1,11 @@
 package ratedb
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // A pageAudit walks the B+tree of a bbolt file through its own reads
@@ -35,7 +37,7 @@ type pageAudit struct {
 
 	damaged int   // pages (or inline buckets) that failed a check
 	err     error // a read error: the audit is incomplete
-	bufs    [][]byte
+	buf     []byte
 }
 
 // maxTreeDepth bounds the walk: a sound tree of a few billion keys is far
@@ -53,69 +55,94 @@ func newPageAudit(r io.ReaderAt, m bmeta) *pageAudit {
 	return &pageAudit{r: r, ps: int64(m.pageSize), pgid: m.pgid, seen: make([]uint64, (m.pgid+63)/64)}
 }
 
-// run walks the whole file from the root bucket's page.
-func (a *pageAudit) run(root uint64) {
-	a.walk(root, 0, "")
+// pageRef is a page to check and the top-level bucket whose tree it belongs
+// to ("" for the root bucket's own tree).
+type pageRef struct {
+	id     uint64
+	bucket string
 }
 
-// walk checks page id and everything under it. bucket is the top-level
-// bucket whose tree it belongs to ("" for the root bucket's own tree).
-func (a *pageAudit) walk(id uint64, depth int, bucket string) {
-	if a.err != nil {
-		return
+// run walks the whole file from the root bucket's page.
+func (a *pageAudit) run(root uint64) {
+	a.walk([]pageRef{{id: root}}, 0)
+}
+
+// walk checks the pages of level, which lie depth pages below a root, then
+// the pages they lead to, level by level. Each level is read in file order,
+// so a large file is read mostly front to back, not in key order.
+func (a *pageAudit) walk(level []pageRef, depth int) {
+	for ; len(level) > 0 && a.err == nil; depth++ {
+		if depth > maxTreeDepth {
+			a.damaged += len(level)
+			return
+		}
+		slices.SortFunc(level, func(x, y pageRef) int { return cmp.Compare(x.id, y.id) })
+		var next []pageRef
+		for _, r := range level {
+			if next = a.page(r, next); a.err != nil {
+				return
+			}
+		}
+		level = next
 	}
-	if depth > maxTreeDepth || id < 2 || id >= a.pgid || a.marked(id) {
+}
+
+// page checks one page and appends the pages it leads to (its children, and
+// the roots of the buckets it holds) to next.
+func (a *pageAudit) page(r pageRef, next []pageRef) []pageRef {
+	id := r.id
+	if id < 2 || id >= a.pgid || a.marked(id) {
 		a.damaged++
-		return
+		return next
 	}
-	var hdr [pageHeader]byte
-	if _, err := a.r.ReadAt(hdr[:], int64(id)*a.ps); err != nil {
+	if int64(cap(a.buf)) < a.ps {
+		a.buf = make([]byte, a.ps)
+	}
+	b := a.buf[:a.ps]
+	if _, err := a.r.ReadAt(b, int64(id)*a.ps); err != nil {
 		a.err = fmt.Errorf("ratedb: reading page: %w", err)
-		return
+		return next
 	}
-	overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+	overflow := uint64(binary.LittleEndian.Uint32(b[12:]))
 	if id+overflow >= a.pgid {
 		a.mark(id)
 		a.damaged++
-		return
+		return next
 	}
 	for p := id; p <= id+overflow; p++ {
 		if a.marked(p) {
 			a.damaged++
-			return
+			return next
 		}
 		a.mark(p)
 	}
-	for len(a.bufs) <= depth {
-		a.bufs = append(a.bufs, nil)
-	}
-	n := int((overflow + 1) * uint64(a.ps))
-	if cap(a.bufs[depth]) < n {
-		a.bufs[depth] = make([]byte, n)
-	}
-	b := a.bufs[depth][:n]
-	if _, err := a.r.ReadAt(b, int64(id)*a.ps); err != nil {
-		a.err = fmt.Errorf("ratedb: reading page: %w", err)
-		return
+	if overflow > 0 {
+		n := int64(overflow+1) * a.ps
+		if int64(cap(a.buf)) < n {
+			a.buf = append(make([]byte, 0, n), b...)
+		}
+		b = a.buf[:n]
+		if _, err := a.r.ReadAt(b[a.ps:], int64(id+1)*a.ps); err != nil {
+			a.err = fmt.Errorf("ratedb: reading page: %w", err)
+			return next
+		}
 	}
 	if a.visit != nil {
-		a.visit(id, bucket, b)
+		a.visit(id, r.bucket, b)
 	}
-	var kids []uint64
 	ok := checkPage(b, id, false, func(k, v []byte, flags uint32) bool {
-		return a.element(k, v, flags, depth, bucket)
-	}, func(child uint64) { kids = append(kids, child) })
+		return a.element(k, v, flags, r.bucket, &next)
+	}, func(child uint64) { next = append(next, pageRef{child, r.bucket}) })
 	if !ok {
 		a.damaged++
 	}
-	for _, c := range kids {
-		a.walk(c, depth+1, bucket)
-	}
+	return next
 }
 
-// element handles one leaf element; it reports false for one that cannot be
-// in a ratedb file.
-func (a *pageAudit) element(k, v []byte, flags uint32, depth int, bucket string) bool {
+// element handles one leaf element of a page in bucket's tree; it reports
+// false for one that cannot be in a ratedb file. A bucket's root page goes
+// to next.
+func (a *pageAudit) element(k, v []byte, flags uint32, bucket string, next *[]pageRef) bool {
 	isBucket := flags&bucketLeafFlag != 0
 	switch {
 	case bucket == "" && !isBucket, bucket != "" && isBucket:
@@ -127,7 +154,7 @@ func (a *pageAudit) element(k, v []byte, flags uint32, depth int, bucket string)
 		}
 		root := binary.LittleEndian.Uint64(v)
 		if root != 0 {
-			a.walk(root, depth+1, string(k))
+			*next = append(*next, pageRef{root, string(k)})
 			return true
 		}
 		inline := v[bucketHdrSize:]

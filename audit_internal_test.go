@@ -157,6 +157,72 @@ func TestRebuildDamagedPage(t *testing.T) {
 	}
 }
 
+// TestRebuildFails: when a damaged file cannot be rebuilt, ratedb must not
+// write to it. Hits go on in memory; snapshots and Close report ErrCorrupt;
+// the file is left as it was, and the next Open rebuilds it.
+func TestRebuildFails(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, &now, 2000)
+	leaves, ps := windowLeaves(t, path)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damageVsize(t, f, ps, leaves[1], 2)
+	f.Close()
+	damaged, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	testRebuildHook = func() error { return errors.New("injected: no space left") }
+	defer func() { testRebuildHook = nil }()
+	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1}
+	db, err := Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := db.Window(FixedWindow, time.Hour)
+	ctx := context.Background()
+	res, err := w.Hit(ctx, "a-new-key", 10, 1)
+	if err != nil || !res.Allowed || res.Count != 1 {
+		t.Fatalf("Hit = %+v, %v; want allowed, count 1", res, err)
+	}
+	if err := db.Snapshot(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Snapshot = %v, want ErrCorrupt", err)
+	}
+	if _, err := db.Clean(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Clean = %v, want ErrCorrupt", err)
+	}
+	if st := db.Stats(); st.SnapshotFailures == 0 || !errors.Is(st.LastSnapshotError, ErrCorrupt) {
+		t.Fatalf("Stats = %+v, want the failed snapshot counted", st)
+	}
+	if err := db.Close(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Close = %v, want ErrCorrupt", err)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(damaged) {
+		t.Fatal("the damaged file was written to")
+	}
+
+	testRebuildHook = nil
+	db, err = Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Snapshot(); err != nil {
+		t.Fatalf("Snapshot after a rebuild: %v", err)
+	}
+	if err := db.Verify(); err != nil {
+		t.Fatalf("Verify after a rebuild: %v", err)
+	}
+}
+
 // TestVerifyFindsDamagedPage damages a page while the file is open, past the
 // audit after Open: Verify must report it.
 func TestVerifyFindsDamagedPage(t *testing.T) {

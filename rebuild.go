@@ -62,6 +62,11 @@ func (db *DB) auditPages(m bmeta) (int, error) {
 // switches the DB to it. snapMu held.
 func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 	started := time.Now()
+	if testRebuildHook != nil {
+		if err := testRebuildHook(); err != nil {
+			return err
+		}
+	}
 	f, err := os.Open(db.path)
 	if err != nil {
 		return err
@@ -165,6 +170,10 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 		"damaged_pages", damaged, "damaged_records", bad, "windows_kept", kept, "took", time.Since(started))
 	return nil
 }
+
+// testRebuildHook, when set by a test, runs as rebuild starts; an error it
+// returns fails the rebuild.
+var testRebuildHook func() error
 
 // salvaged is a window record found by rebuild.
 type salvaged struct {

@@ -42,7 +42,9 @@ type Stats struct {
 	Cleaned int64
 	// CorruptSkipped counts records that failed validation and were ignored,
 	// plus one if Open found one of the file's two meta pages damaged and
-	// opened at the other one's (previous) commit.
+	// opened at the other one's (previous) commit, plus, if the page audit
+	// after Open rebuilt the file, its damaged pages and the records the
+	// rebuild left out.
 	CorruptSkipped int64
 	// JanitorFailures counts janitor passes that failed to clean the file.
 	JanitorFailures int64

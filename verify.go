@@ -114,10 +114,12 @@ func (db *DB) auditTx(tx *bolt.Tx) (int, error) {
 	defer f.Close()
 	ps := db.bolt.Info().PageSize
 	a := newPageAudit(f, bmeta{pageSize: uint32(ps), pgid: uint64(tx.Size()) / uint64(ps)})
+	var roots []pageRef
 	for _, name := range [][]byte{bucketMeta, bucketWindows, bucketIndex} {
 		if root := uint64(tx.Bucket(name).Root()); root != 0 {
-			a.walk(root, 1, string(name))
+			roots = append(roots, pageRef{root, string(name)})
 		}
 	}
+	a.walk(roots, 1)
 	return a.damaged, a.err
 }

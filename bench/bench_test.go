@@ -191,6 +191,7 @@ func BenchmarkRatedbFile_BeyondMemory(b *testing.B) {
 	b.ReportMetric(float64(r.RSSFile>>20), "fileRSS-MiB")
 	b.ReportMetric(float64(r.OpenTime.Microseconds())/1e3, "open-ms")
 	b.ReportMetric(float64(r.FirstHit.Microseconds())/1e3, "firsthit-ms")
+	b.ReportMetric(float64(r.Audited.Milliseconds()), "audit-ms")
 	b.ReportMetric(r.BytesPerWindow, "file-B/window")
 }
 

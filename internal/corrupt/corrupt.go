@@ -7,7 +7,9 @@
 // aside and starts empty). A zero-byte or foreign file is never silently
 // treated as an empty database. After a successful Open every key is read
 // and a Hit, a Snapshot, a Clean and a Close run; each must succeed or
-// return ErrCorrupt, and no read may return a count the file never held.
+// return ErrCorrupt, and no read may return a count the file never held. If
+// the page audit after Open rebuilt the file, the rebuilt file must reopen
+// and pass Verify.
 //
 // bbolt can panic or fault on damaged files, so trials run in batches in
 // child processes (see Run): a crash is seen, reported with its trial
@@ -286,6 +288,7 @@ type Outcome struct {
 	Skipped    int64  // Stats.CorruptSkipped after reading every key
 	Missing    int    // keys read as 0 that the base file holds
 	OpsCorrupt int    // operations after Open that returned ErrCorrupt
+	Rebuilt    bool   // opened, then the page audit found damage and the file was rebuilt
 	Fail       string // non-empty: a violation
 }
 
@@ -410,6 +413,22 @@ func Trial(dir, base, foreign string, seed uint64, n int) Outcome {
 	if msg := isCorrupt("Close", db.Close()); msg != "" {
 		return failf("%s", msg)
 	}
+	// A file the page audit rebuilt is ratedb's own work: it must reopen
+	// and pass Verify.
+	if out.Result == "opened" {
+		if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) > 0 {
+			out.Rebuilt = true
+			db, err := ratedb.Open(path, opts)
+			if err != nil {
+				return failf("reopening the rebuilt file: %v", err)
+			}
+			verr := db.Verify()
+			cerr := db.Close()
+			if verr != nil || cerr != nil {
+				return failf("the rebuilt file: Verify %v, Close %v", verr, cerr)
+			}
+		}
+	}
 	return out
 }
 
@@ -431,7 +450,7 @@ func ChildMain() {
 		fmt.Fprintf(w, "S %d\n", n)
 		w.Flush()
 		o := Trial(dir, f[0], f[1], seed, n)
-		fmt.Fprintf(w, "R %d %s %t %s %d %d %d %q\n", o.Trial, o.Kind, o.MoveAside, o.Result, o.Skipped, o.Missing, o.OpsCorrupt, o.Fail)
+		fmt.Fprintf(w, "R %d %s %t %s %d %d %d %t %q\n", o.Trial, o.Kind, o.MoveAside, o.Result, o.Skipped, o.Missing, o.OpsCorrupt, o.Rebuilt, o.Fail)
 		w.Flush()
 	}
 	os.Exit(0)
@@ -449,6 +468,7 @@ type Summary struct {
 	ByResult                         map[string]int
 	ByKind                           map[string]map[string]int
 	OpenedWithSkips                  int            // opened and Stats.CorruptSkipped > 0
+	Rebuilt                          int            // opened, then rebuilt after the page audit
 	OpenedMissing                    int            // opened and some key read 0 (skipped, unreachable or rolled back)
 	SilentLoss                       map[string]int // by kind: opened, some key read 0, nothing skipped or reported
 	OpsCorrupt                       int            // operations after Open returning ErrCorrupt
@@ -459,9 +479,9 @@ type Summary struct {
 func (s Summary) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "corrupt: %d trials in %v: %d crashes, %d hangs, %d failures; results %v; "+
-		"%d opened with skipped records, %d opened with keys reading 0, %d later operations returned ErrCorrupt\n",
+		"%d opened with skipped records, %d rebuilt after the page audit, %d opened with keys reading 0, %d later operations returned ErrCorrupt\n",
 		s.Trials, s.Elapsed.Round(time.Millisecond), s.Crashes, s.Hangs, s.Failures, s.ByResult,
-		s.OpenedWithSkips, s.OpenedMissing, s.OpsCorrupt)
+		s.OpenedWithSkips, s.Rebuilt, s.OpenedMissing, s.OpsCorrupt)
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "  %-20s %v silent-loss:%d\n", k, s.ByKind[k], s.SilentLoss[k])
 	}
@@ -518,7 +538,7 @@ func runBatch(child []string, dir, base, foreign string, seed uint64, first, las
 		case strings.HasPrefix(line, "R "):
 			var o Outcome
 			var fail string
-			_, err := fmt.Sscanf(line, "R %d %s %t %s %d %d %d %q", &o.Trial, &o.Kind, &o.MoveAside, &o.Result, &o.Skipped, &o.Missing, &o.OpsCorrupt, &fail)
+			_, err := fmt.Sscanf(line, "R %d %s %t %s %d %d %d %t %q", &o.Trial, &o.Kind, &o.MoveAside, &o.Result, &o.Skipped, &o.Missing, &o.OpsCorrupt, &o.Rebuilt, &fail)
 			if err != nil {
 				return 0, fmt.Errorf("bad report %q: %w", line, err)
 			}
@@ -537,6 +557,9 @@ func runBatch(child []string, dir, base, foreign string, seed uint64, first, las
 			s.ByKind[o.Kind][o.Result]++
 			if o.Result == "opened" && o.Skipped > 0 {
 				s.OpenedWithSkips++
+			}
+			if o.Rebuilt {
+				s.Rebuilt++
 			}
 			if o.Result == "opened" && o.Missing > 0 {
 				s.OpenedMissing++

@@ -250,6 +250,9 @@ func (s *suite) markdown() string {
 		p("| Open of that file | %v |\n", br.OpenTime)
 		p("| first Hit after Open (existing key, read from the file) | %v |\n", br.FirstHit)
 		p("| first Hit of a new key after Open | %v |\n", br.FirstHitNewKey)
+		if br.Audited > 0 {
+			p("| page audit after Open done (hits do not wait for it; snapshots do) | %v after Open began |\n", br.Audited.Round(time.Millisecond))
+		}
 		p("| counts exact after reopen (sample) | %d ok, %d wrong |\n", br.RestartVerified, br.RestartMismatch)
 		p("\nThe file is in the page cache when it is reopened (same process, just closed): Open and first-Hit times are warm-cache times.\n")
 	}
