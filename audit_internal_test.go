@@ -236,6 +236,33 @@ func TestRebuildFails(t *testing.T) {
 	}
 }
 
+// TestRebuildLeftoversRemoved: a rebuild cut short by a crash leaves its
+// new file behind; the next Open removes it.
+func TestRebuildLeftoversRemoved(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, &now, 10)
+	stale := path + ".rebuild-123456"
+	if err := os.WriteFile(stale, []byte("half a file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Snapshot(); err != nil { // waits for the audit
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the leftover of a rebuild is still there: %v", err)
+	}
+	w, _ := db.Window(FixedWindow, time.Hour)
+	if got, err := w.Get(context.Background(), "audit-key-0007"); err != nil || got != 1 {
+		t.Fatalf("Get = %d, %v; want 1", got, err)
+	}
+}
+
 // TestVerifyFindsDamagedPage damages a page while the file is open, past the
 // audit after Open: Verify must report it.
 func TestVerifyFindsDamagedPage(t *testing.T) {

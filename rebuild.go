@@ -21,6 +21,14 @@ import (
 // Hits go on meanwhile, reading windows from the file as usual.
 func (db *DB) auditFile() {
 	defer db.snapMu.Unlock()
+	// A rebuild cut short by a crash leaves its new file behind; with
+	// bbolt's lock held, no other handle is rebuilding this file now.
+	if stale, _ := filepath.Glob(db.path + ".rebuild-*"); len(stale) > 0 {
+		for _, p := range stale {
+			_ = os.Remove(p)
+		}
+		db.log.Warn("ratedb: removed files left by a rebuild that did not finish", "path", db.path, "files", len(stale))
+	}
 	// bbolt holds the file's lock and nothing has written to it since
 	// Open validated it: its meta page is the one bbolt uses.
 	m, _, err := validateFile(db.path)
