@@ -12,7 +12,8 @@ import (
 // (io.ReaderAt), never through bbolt's memory map, and checks the structure
 // bbolt trusts without checking: that each page is where its parent says,
 // is a branch or a leaf, and holds its elements, keys and values inside its
-// own bytes, and that no page is reached twice.
+// own bytes, that no page is reached twice, and (freelist) that no page it
+// reached is listed as free.
 //
 // bbolt checksums only its meta pages. A flipped bit in an element's size
 // makes bbolt read a key or value gigabytes long out of its map: reads of it
@@ -175,6 +176,53 @@ func (a *pageAudit) element(k, v []byte, flags uint32, bucket string, next *[]pa
 		a.leaf(bucket, k, v)
 	}
 	return true
+}
+
+// freelist checks, after run, the freelist page at id (^0: none): neither
+// it nor any page it lists may be a page the walk reached, or bbolt would
+// hand a live page out for new data and overwrite it. Each such page counts
+// as damaged.
+func (a *pageAudit) freelist(id uint64) {
+	if a.err != nil || id == ^uint64(0) {
+		return
+	}
+	var hdr [pageHeader]byte
+	if id < 2 || id >= a.pgid {
+		a.damaged++
+		return
+	}
+	if _, err := a.r.ReadAt(hdr[:], int64(id)*a.ps); err != nil {
+		a.err = fmt.Errorf("ratedb: reading page: %w", err)
+		return
+	}
+	overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+	if id+overflow >= a.pgid {
+		a.damaged++
+		return
+	}
+	for p := id; p <= id+overflow; p++ {
+		if a.marked(p) {
+			a.damaged++
+		}
+	}
+	b := make([]byte, int64(overflow+1)*a.ps)
+	if _, err := a.r.ReadAt(b, int64(id)*a.ps); err != nil {
+		a.err = fmt.Errorf("ratedb: reading page: %w", err)
+		return
+	}
+	count, start := uint64(binary.LittleEndian.Uint16(b[10:])), uint64(pageHeader)
+	if count == 0xFFFF { // the real count is the first element
+		count, start = binary.LittleEndian.Uint64(b[pageHeader:]), pageHeader+8
+	}
+	if count > (uint64(len(b))-start)/8 {
+		a.damaged++
+		return
+	}
+	for i := range count {
+		if p := binary.LittleEndian.Uint64(b[start+8*i:]); p < a.pgid && a.marked(p) {
+			a.damaged++
+		}
+	}
 }
 
 func (a *pageAudit) mark(id uint64)        { a.seen[id/64] |= 1 << (id % 64) }

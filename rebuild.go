@@ -61,6 +61,7 @@ func (db *DB) auditPages(m bmeta) (int, error) {
 	defer f.Close()
 	a := newPageAudit(f, m)
 	a.run(m.root)
+	a.freelist(m.freelist)
 	return a.damaged, a.err
 }
 
