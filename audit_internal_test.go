@@ -55,6 +55,21 @@ func damageVsize(t *testing.T, f *os.File, ps int64, id uint64, i int) {
 	}
 }
 
+// openWindow opens path with the clock fixed at now and no background work,
+// and returns the DB and an hourly FixedWindow of it.
+func openWindow(t *testing.T, path string, now time.Time) (*DB, *Window) {
+	t.Helper()
+	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := db.Window(FixedWindow, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, w
+}
+
 func fillFile(t *testing.T, path string, now *time.Time, n int) {
 	t.Helper()
 	db, err := Open(path, &Options{Clock: func() time.Time { return *now }, SnapshotPeriod: -1, CleanPeriod: -1})
@@ -192,12 +207,7 @@ func TestRebuildFails(t *testing.T) {
 
 	testRebuildHook = func() error { return errors.New("injected: no space left") }
 	defer func() { testRebuildHook = nil }()
-	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1}
-	db, err := Open(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _ := db.Window(FixedWindow, time.Hour)
+	db, w := openWindow(t, path, now)
 	ctx := context.Background()
 	res, err := w.Hit(ctx, "a-new-key", 10, 1)
 	if err != nil || !res.Allowed || res.Count != 1 {
@@ -224,10 +234,7 @@ func TestRebuildFails(t *testing.T) {
 	}
 
 	testRebuildHook = nil
-	db, err = Open(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, _ = openWindow(t, path, now)
 	defer db.Close()
 	if err := db.Snapshot(); err != nil {
 		t.Fatalf("Snapshot after a rebuild: %v", err)
@@ -284,12 +291,7 @@ func TestFreelistListingLivePage(t *testing.T) {
 		t.Fatalf("Open's checks must pass this damage: %v", err)
 	}
 
-	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1}
-	db, err := Open(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _ := db.Window(FixedWindow, time.Hour)
+	db, w := openWindow(t, path, now)
 	ctx := context.Background()
 	for i := range n {
 		if _, err := w.Inc(ctx, fmt.Sprintf("audit-key-%04d", i), 1); err != nil {
@@ -302,12 +304,8 @@ func TestFreelistListingLivePage(t *testing.T) {
 	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 1 {
 		t.Fatalf("files kept aside: %v, want 1 (the file rebuilt)", aside)
 	}
-	db, err = Open(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, w = openWindow(t, path, now)
 	defer db.Close()
-	w, _ = db.Window(FixedWindow, time.Hour)
 	for i := range n {
 		got, err := w.Get(ctx, fmt.Sprintf("audit-key-%04d", i))
 		if want := int64(3 + 2*(i%7)); err != nil || got != want {
