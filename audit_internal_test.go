@@ -57,7 +57,7 @@ func damageVsize(t *testing.T, f *os.File, ps int64, id uint64, i int) {
 
 // openWindow opens path with the clock fixed at now and no background work,
 // and returns the DB and an hourly FixedWindow of it.
-func openWindow(t *testing.T, path string, now time.Time) (*DB, *Window) {
+func openWindow(t testing.TB, path string, now time.Time) (*DB, *Window) {
 	t.Helper()
 	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
 	if err != nil {
@@ -70,13 +70,11 @@ func openWindow(t *testing.T, path string, now time.Time) (*DB, *Window) {
 	return db, w
 }
 
-func fillFile(t *testing.T, path string, now *time.Time, n int) {
+// fillFile hits n keys of an hourly FixedWindow in the file at path, key i
+// 1+i%7 times, and closes it.
+func fillFile(t testing.TB, path string, now time.Time, n int) {
 	t.Helper()
-	db, err := Open(path, &Options{Clock: func() time.Time { return *now }, SnapshotPeriod: -1, CleanPeriod: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _ := db.Window(FixedWindow, time.Hour)
+	db, w := openWindow(t, path, now)
 	for i := range n {
 		if _, err := w.Inc(context.Background(), fmt.Sprintf("audit-key-%04d", i), int64(1+i%7)); err != nil {
 			t.Fatal(err)
@@ -96,7 +94,7 @@ func TestRebuildDamagedPage(t *testing.T) {
 	now := time.UnixMilli(1_767_225_600_000)
 	path := filepath.Join(t.TempDir(), "rate.db")
 	const n = 2000
-	fillFile(t, path, &now, n)
+	fillFile(t, path, now, n)
 	leaves, ps := windowLeaves(t, path)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -107,11 +105,7 @@ func TestRebuildDamagedPage(t *testing.T) {
 
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _ := db.Window(FixedWindow, time.Hour)
+	db, w := openWindow(t, path, now)
 	ctx := context.Background()
 	// A write that lands on the damaged page: every key is hit once more.
 	// Until the rebuild is done, a read of the damaged element can make
@@ -151,12 +145,8 @@ func TestRebuildDamagedPage(t *testing.T) {
 	// After a restart every window but the damaged one has its count and
 	// the one hit; the damaged one started fresh with that hit, or holds
 	// nothing if its Inc failed.
-	db, err = Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, w = openWindow(t, path, now)
 	defer db.Close()
-	w, _ = db.Window(FixedWindow, time.Hour)
 	fresh := 0
 	for i := range n {
 		got, err := w.Get(ctx, fmt.Sprintf("audit-key-%04d", i))
@@ -192,7 +182,7 @@ func TestRebuildDamagedPage(t *testing.T) {
 func TestRebuildFails(t *testing.T) {
 	now := time.UnixMilli(1_767_225_600_000)
 	path := filepath.Join(t.TempDir(), "rate.db")
-	fillFile(t, path, &now, 2000)
+	fillFile(t, path, now, 2000)
 	leaves, ps := windowLeaves(t, path)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -252,8 +242,8 @@ func TestFreelistListingLivePage(t *testing.T) {
 	now := time.UnixMilli(1_767_225_600_000)
 	path := filepath.Join(t.TempDir(), "rate.db")
 	const n = 2000
-	fillFile(t, path, &now, n)
-	fillFile(t, path, &now, n) // rewrites every window: the old pages are now free
+	fillFile(t, path, now, n)
+	fillFile(t, path, now, n) // rewrites every window: the old pages are now free
 	leaves, ps := windowLeaves(t, path)
 	m, _, err := validateFile(path)
 	if err != nil {
@@ -322,15 +312,12 @@ func TestFreelistListingLivePage(t *testing.T) {
 func TestRebuildLeftoversRemoved(t *testing.T) {
 	now := time.UnixMilli(1_767_225_600_000)
 	path := filepath.Join(t.TempDir(), "rate.db")
-	fillFile(t, path, &now, 10)
+	fillFile(t, path, now, 10)
 	stale := path + ".rebuild-123456"
 	if err := os.WriteFile(stale, []byte("half a file"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, w := openWindow(t, path, now)
 	defer db.Close()
 	if err := db.Snapshot(); err != nil { // waits for the audit
 		t.Fatal(err)
@@ -338,7 +325,6 @@ func TestRebuildLeftoversRemoved(t *testing.T) {
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the leftover of a rebuild is still there: %v", err)
 	}
-	w, _ := db.Window(FixedWindow, time.Hour)
 	if got, err := w.Get(context.Background(), "audit-key-0007"); err != nil || got != 1 {
 		t.Fatalf("Get = %d, %v; want 1", got, err)
 	}
@@ -349,12 +335,9 @@ func TestRebuildLeftoversRemoved(t *testing.T) {
 func TestVerifyFindsDamagedPage(t *testing.T) {
 	now := time.UnixMilli(1_767_225_600_000)
 	path := filepath.Join(t.TempDir(), "rate.db")
-	fillFile(t, path, &now, 2000)
+	fillFile(t, path, now, 2000)
 	leaves, ps := windowLeaves(t, path)
-	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, _ := openWindow(t, path, now)
 	defer db.Close()
 	if err := db.Snapshot(); err != nil { // waits for the audit
 		t.Fatal(err)
@@ -379,11 +362,7 @@ func TestVerifyFindsDamagedPage(t *testing.T) {
 func FuzzCheckPage(f *testing.F) {
 	now := time.UnixMilli(1_767_225_600_000)
 	path := filepath.Join(f.TempDir(), "rate.db")
-	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
-	if err != nil {
-		f.Fatal(err)
-	}
-	w, _ := db.Window(FixedWindow, time.Hour)
+	db, w := openWindow(f, path, now)
 	for i := range 300 {
 		_, _ = w.Inc(context.Background(), fmt.Sprintf("fuzz-key-%04d", i), 1)
 	}
