@@ -210,16 +210,13 @@ func (a *pageAudit) freelist(id uint64) {
 		a.err = fmt.Errorf("ratedb: reading page: %w", err)
 		return
 	}
-	count, start := uint64(binary.LittleEndian.Uint16(b[10:])), uint64(pageHeader)
-	if count == 0xFFFF { // the real count is the first element
-		count, start = binary.LittleEndian.Uint64(b[pageHeader:]), pageHeader+8
-	}
-	if count > (uint64(len(b))-start)/8 {
+	ids, ok := freelistIDs(b)
+	if !ok {
 		a.damaged++
 		return
 	}
-	for i := range count {
-		if p := binary.LittleEndian.Uint64(b[start+8*i:]); p < a.pgid && a.marked(p) {
+	for i := 0; i < len(ids); i += 8 {
+		if p := binary.LittleEndian.Uint64(ids[i:]); p < a.pgid && a.marked(p) {
 			a.damaged++
 		}
 	}

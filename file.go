@@ -281,8 +281,9 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 // with SIGSEGV/SIGBUS, on some damaged files (a meta page that points past the
 // end of a truncated file, a freelist page that is not one). It accepts only
 // a file whose meta page, the one bbolt will use, is intact and consistent
-// with the file's size. metaDamaged reports that the other meta page failed
-// its checks: bbolt then opens at the commit of the one that passed.
+// with the file's size, and returns that meta page. metaDamaged reports that
+// the other meta page failed its checks: bbolt then opens at the commit of
+// the one that passed.
 func validateFile(path string) (m bmeta, metaDamaged bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -401,22 +402,36 @@ func freelistValid(f *os.File, off, n int64, pgid uint64) bool {
 	if _, err := f.ReadAt(b, off); err != nil {
 		return false
 	}
-	count, start := uint64(binary.LittleEndian.Uint16(b[10:])), int64(pageHeader)
-	if count == 0xFFFF { // the real count is the first element
-		count, start = binary.LittleEndian.Uint64(b[pageHeader:]), pageHeader+8
-	}
-	if count > uint64(n-start)/8 {
+	ids, ok := freelistIDs(b)
+	if !ok {
 		return false
 	}
 	prev := uint64(1)
-	for i := range int64(count) {
-		id := binary.LittleEndian.Uint64(b[start+8*i:])
+	for i := 0; i < len(ids); i += 8 {
+		id := binary.LittleEndian.Uint64(ids[i:])
 		if id <= prev || id >= pgid {
 			return false
 		}
 		prev = id
 	}
 	return true
+}
+
+// freelistIDs returns the page ids listed by the freelist page b (with its
+// overflow), 8 bytes each, little endian; ok is false if the count in its
+// header does not fit in b.
+func freelistIDs(b []byte) (ids []byte, ok bool) {
+	if len(b) < pageHeader+8 {
+		return nil, false
+	}
+	count, start := uint64(binary.LittleEndian.Uint16(b[10:])), uint64(pageHeader)
+	if count == 0xFFFF { // the real count is the first element
+		count, start = binary.LittleEndian.Uint64(b[pageHeader:]), pageHeader+8
+	}
+	if count > (uint64(len(b))-start)/8 {
+		return nil, false
+	}
+	return b[start : start+8*count], true
 }
 
 // readPageHeader returns the flags and overflow count of the page at off.
