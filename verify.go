@@ -116,7 +116,11 @@ func (db *DB) auditTx(tx *bolt.Tx) (int, error) {
 	a := newPageAudit(f, bmeta{pageSize: uint32(ps), pgid: uint64(tx.Size()) / uint64(ps)})
 	var roots []pageRef
 	for _, name := range [][]byte{bucketMeta, bucketWindows, bucketIndex} {
-		if root := uint64(tx.Bucket(name).Root()); root != 0 {
+		b := tx.Bucket(name)
+		if b == nil {
+			return 0, fmt.Errorf("%w: missing bucket", ErrCorrupt)
+		}
+		if root := uint64(b.Root()); root != 0 {
 			roots = append(roots, pageRef{root, string(name)})
 		}
 	}
