@@ -26,4 +26,11 @@ var (
 	// writing. A single record that fails its checksum is not an error: it is
 	// skipped and counted in Stats.CorruptSkipped.
 	ErrCorrupt = errors.New("ratedb: database file is corrupt")
+
+	// ErrUnavailable is returned by a network-backed limiter (such as
+	// redisstore) when its store cannot be reached or does not answer within
+	// its timeout. No decision was made: whether to allow or deny the request
+	// (fail open or closed) is the caller's choice. The embedded DB never
+	// returns it.
+	ErrUnavailable = errors.New("ratedb: store unavailable")
 )

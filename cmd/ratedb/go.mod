@@ -1,0 +1,5 @@
+module github.com/ratedb/ratedb/cmd/ratedb
+
+go 1.26.8
+
+replace github.com/ratedb/ratedb => ../..
