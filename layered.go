@@ -91,8 +91,7 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result,
 	if !db.enter(h) {
 		return Result{}, ErrClosed
 	}
-	now := db.now()
-	e, cold, err := l.acquire(key, h, now)
+	e, now, cold, err := l.acquire(key, h)
 	if err != nil {
 		db.exit(h)
 		return Result{}, err
@@ -159,8 +158,7 @@ func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64
 		return nil, ErrClosed
 	}
 	defer db.exit(h)
-	now := db.now()
-	e, cold, err := l.acquire(key, h, now)
+	e, now, cold, err := l.acquire(key, h)
 	if err != nil {
 		return nil, err
 	}
@@ -241,8 +239,7 @@ func (l *Layered) read(ctx context.Context, key string) ([]counter, int64, error
 		return nil, 0, ErrClosed
 	}
 	defer db.exit(h)
-	now := db.now()
-	cs, err := l.peek(key, h, make([]counter, 0, len(l.tiers)))
+	cs, now, err := l.peek(key, h, make([]counter, 0, len(l.tiers)))
 	if err != nil {
 		return nil, 0, err
 	}

@@ -123,10 +123,20 @@ func (s *spec) newEntry(key string, cs []counter) *entry {
 }
 
 // acquire returns key's entry with its mu held, loading it from the cold
-// store and offering it to the cache as needed. cold reports that the cache
-// does not hold the entry; pass it to release.
-func (s *spec) acquire(key string, h uint64, now int64) (e *entry, cold bool, err error) {
+// store and offering it to the cache as needed, and the time of the call.
+// cold reports that the cache does not hold the entry; pass it to release.
+//
+// The clock is read only once the entry can no longer leave memory (with
+// the shard's lock held on the slow path, the entry's on the fast path): a
+// janitor pass removes a window judged ended at its own reading, so a call
+// that read the clock before that pass and acted after it would find the
+// window gone and open a second counter for it (bug 0 of issue 9). Read
+// under the lock, the call's time is at least the pass's.
+func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, err error) {
 	db := s.db
+	if testBeforeAcquire != nil {
+		testBeforeAcquire()
+	}
 	if e := db.fastFind(h, s, key); e != nil {
 		e.mu.Lock()
 		// A cold entry takes the slow path, which offers it to the cache
@@ -134,19 +144,20 @@ func (s *spec) acquire(key string, h uint64, now int64) (e *entry, cold bool, er
 		// memory beyond MaxHotKeys.
 		if !e.gone && e.hot.Load() {
 			db.touch(e, h)
-			return e, false, nil
+			return e, db.now(), false, nil
 		}
 		e.mu.Unlock()
 	}
 	sh := db.shard(h)
 	sh.mu.Lock()
+	now = db.now()
 	e = sh.find(h, s, key)
 	if e == nil {
 		var buf [maxTiersInline]counter
 		cs, found, err := s.load(key, buf[:0])
 		if err != nil {
 			sh.mu.Unlock()
-			return nil, false, err
+			return nil, 0, false, err
 		}
 		e = s.newEntry(key, cs)
 		sh.insert(h, e)
@@ -173,8 +184,12 @@ func (s *spec) acquire(key string, h uint64, now int64) (e *entry, cold bool, er
 		db.fastStore(h, e)
 		db.touch(e, h)
 	}
-	return e, cold, nil
+	return e, now, cold, nil
 }
+
+// testBeforeAcquire, when set by a test, runs at the start of every
+// acquire, before any lock is taken.
+var testBeforeAcquire func()
 
 // release unlocks an entry obtained from acquire. An entry the cache did not
 // take leaves memory at once if the file already holds its state.
@@ -185,33 +200,37 @@ func (s *spec) release(e *entry, cold bool) {
 	}
 }
 
-// peek appends a copy of key's counters to dst without creating an entry.
-// It returns dst unchanged (empty) if the key has no state anywhere.
-func (s *spec) peek(key string, h uint64, dst []counter) ([]counter, error) {
+// peek appends a copy of key's counters to dst without creating an entry,
+// and returns the time of the call, read under the same lock as the copy
+// (see acquire). It returns dst unchanged (empty) if the key has no state
+// anywhere.
+func (s *spec) peek(key string, h uint64, dst []counter) ([]counter, int64, error) {
 	db := s.db
 	if e := db.fastFind(h, s, key); e != nil {
 		e.mu.Lock()
 		if !e.gone {
 			dst = e.counters(dst)
+			now := db.now()
 			e.mu.Unlock()
-			return dst, nil
+			return dst, now, nil
 		}
 		e.mu.Unlock()
 	}
 	sh := db.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now := db.now()
 	if e := sh.find(h, s, key); e != nil {
 		e.mu.Lock()
 		dst = e.counters(dst)
 		e.mu.Unlock()
-		return dst, nil
+		return dst, now, nil
 	}
 	cs, found, err := s.load(key, dst)
 	if err != nil || !found {
-		return dst[:0], err
+		return dst[:0], now, err
 	}
-	return cs, nil
+	return cs, now, nil
 }
 
 // reset clears every tier of key's window. In memory-only mode the entry

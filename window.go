@@ -61,8 +61,7 @@ func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (R
 	if !db.enter(h) {
 		return Result{}, ErrClosed
 	}
-	now := db.now()
-	e, cold, err := w.acquire(key, h, now)
+	e, now, cold, err := w.acquire(key, h)
 	if err != nil {
 		db.exit(h)
 		return Result{}, err
@@ -179,8 +178,7 @@ func (w *Window) mutate(key string, fn func(c *counter, now int64) (int64, error
 		return 0, ErrClosed
 	}
 	defer db.exit(h)
-	now := db.now()
-	e, cold, err := w.acquire(key, h, now)
+	e, now, cold, err := w.acquire(key, h)
 	if err != nil {
 		return 0, err
 	}
@@ -203,9 +201,8 @@ func (w *Window) read(ctx context.Context, key string) (counter, int64, error) {
 		return counter{}, 0, ErrClosed
 	}
 	defer db.exit(h)
-	now := db.now()
 	var buf [1]counter
-	cs, err := w.peek(key, h, buf[:0])
+	cs, now, err := w.peek(key, h, buf[:0])
 	if err != nil || len(cs) == 0 {
 		return counter{}, now, err
 	}

@@ -1,0 +1,115 @@
+package ratedb
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// settableClock is a clock a white-box test moves by hand.
+type settableClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *settableClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *settableClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// setHook installs fn as testBeforeAcquire for the rest of the test.
+func setHook(t *testing.T, fn func()) {
+	testBeforeAcquire = fn
+	t.Cleanup(func() { testBeforeAcquire = nil })
+}
+
+// Bug 0 of issue 9, made deterministic: a hit reads the clock, then a
+// janitor pass at a later time removes the key's full window from memory and
+// file before the hit takes its locks. A hit that acts at its early reading
+// finds no window and counts a fifth hit in a window of limit 4 (before the
+// fix: Allowed with ResetAt at the full window's end). Read under the locks,
+// the hit's time is the pass's, so it opens the next window.
+func TestHitDoesNotActOnAClockReadBeforeAJanitorPass(t *testing.T) {
+	for _, alg := range []Algorithm{FixedWindow, StaggeredWindow, PerKeyWindow} {
+		t.Run(alg.String(), func(t *testing.T) {
+			start := time.UnixMilli(1_767_225_600_000)
+			clk := &settableClock{t: start}
+			db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
+			require.NoError(t, err)
+			defer db.Close()
+			w, err := db.Window(alg, time.Second)
+			require.NoError(t, err)
+			ctx := context.Background()
+			var full time.Time
+			for i := 0; i < 4; i++ {
+				r, err := w.Hit(ctx, "k", 4, 1)
+				require.NoError(t, err)
+				require.True(t, r.Allowed)
+				full = r.ResetAt
+			}
+			require.NoError(t, db.Snapshot())
+
+			ran := false
+			setHook(t, func() {
+				if ran {
+					return
+				}
+				ran = true
+				clk.Set(full) // the full window has just ended ...
+				n, err := db.Clean()
+				require.NoError(t, err)
+				require.Equal(t, 1, n) // ... and the pass removed it
+			})
+			r, err := w.Hit(ctx, "k", 4, 1)
+			require.NoError(t, err)
+			require.True(t, ran)
+			assert.False(t, r.Allowed && r.ResetAt.Equal(full),
+				"a fifth hit was admitted in the window ending at %v", full)
+			assert.True(t, r.ResetAt.After(full), "the hit acted before the end it read from the clock")
+		})
+	}
+}
+
+// The same interleaving for a Layered limiter.
+func TestLayeredHitReadsTheClockUnderTheLock(t *testing.T) {
+	start := time.UnixMilli(1_767_225_600_000)
+	clk := &settableClock{t: start}
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	l, err := db.Layered(FixedWindow, Tier{Scale: time.Second, Limit: 4})
+	require.NoError(t, err)
+	ctx := context.Background()
+	var full time.Time
+	for i := 0; i < 4; i++ {
+		r, err := l.Hit(ctx, "k", 1)
+		require.NoError(t, err)
+		full = r.ResetAt
+	}
+	ran := false
+	setHook(t, func() {
+		if !ran {
+			ran = true
+			clk.Set(full)
+			_, err := db.Clean()
+			require.NoError(t, err)
+		}
+	})
+	r, err := l.Hit(ctx, "k", 1)
+	require.NoError(t, err)
+	require.True(t, ran)
+	assert.True(t, r.Allowed)
+	assert.True(t, r.ResetAt.After(full), "the layered hit acted on a clock read before the pass")
+}
