@@ -287,7 +287,7 @@ func (db *DB) markDirty(e *entry, h uint64) {
 }
 
 // removeLocked takes e out of memory. sh.mu and e.mu held. It reports whether
-// the cache may still hold e: the caller then calls cache.Del(h) after
+// the cache may still hold e: the caller then passes h to uncache after
 // releasing sh.mu.
 func (db *DB) removeLocked(sh *shard, h uint64, e *entry) (wasHot bool) {
 	e.gone = true
@@ -296,6 +296,40 @@ func (db *DB) removeLocked(sh *shard, h uint64, e *entry) (wasHot bool) {
 	db.memWindows.Add(-1)
 	return e.hot.Load()
 }
+
+// uncache deletes from the cache the hashes of entries that removeLocked
+// took out of memory while the cache might hold them. It must be called with
+// no lock held: Del can block on the cache's buffer, whose goroutine takes
+// shard locks in spill.
+//
+// Between the removal and Del, a call on the same key may have created a new
+// entry and offered it to the cache; the cache then replaced the old value in
+// place, and Del evicts the new entry without calling spill, which would
+// leave it marked hot but outside the cache, never spilled: memory beyond
+// MaxHotKeys (bug 7 of issue 9). So every entry of h still marked hot is
+// offered to the cache again, or spilled if the cache refuses it.
+func (db *DB) uncache(hs []uint64) {
+	if testBeforeUncache != nil {
+		testBeforeUncache()
+	}
+	for _, h := range hs {
+		db.cache.Del(h)
+		sh := db.shard(h)
+		sh.mu.Lock()
+		for e := sh.m[h]; e != nil; {
+			next := e.next // spillLocked may unlink e
+			if e.hot.Load() && !db.cache.Set(h, e, 1) {
+				db.spillLocked(sh, h, e)
+			}
+			e = next
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// testBeforeUncache, when set by a test, runs after entries left memory
+// and before the cache forgets them.
+var testBeforeUncache func()
 
 // dropIfClean takes a cold entry out of memory if the file holds its state.
 func (db *DB) dropIfClean(e *entry) {
@@ -322,6 +356,12 @@ func (db *DB) spill(e *entry) {
 	sh := db.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	db.spillLocked(sh, h, e)
+}
+
+// spillLocked marks e, which the cache does not hold, cold, and takes it out
+// of memory if the file holds its state. sh.mu held.
+func (db *DB) spillLocked(sh *shard, h uint64, e *entry) {
 	if e.gone || !e.hot.Load() {
 		return
 	}

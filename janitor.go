@@ -165,11 +165,8 @@ func (db *DB) clean() (int, error) {
 		e.mu.Unlock()
 		sh.mu.Unlock()
 	}
-	// The cache may still hold removed entries; Del can block on the cache's
-	// buffer, whose goroutine takes shard locks, so it runs with none held.
-	for _, h := range dels {
-		db.cache.Del(h)
-	}
+	// The cache may still hold removed entries; see uncache.
+	db.uncache(dels)
 	var err error
 	if db.persist {
 		var n int

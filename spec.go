@@ -275,7 +275,7 @@ func (s *spec) reset(key string) error {
 	e.mu.Unlock()
 	sh.mu.Unlock()
 	if wasHot {
-		db.cache.Del(h)
+		db.uncache([]uint64{h})
 	}
 	return nil
 }
