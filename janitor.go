@@ -73,7 +73,7 @@ func (x *expiryIndex) remove(e *entry) {
 }
 
 // popDue unfiles and returns every entry filed at or before now's slot.
-// Entries filed again during the same pass land in a later slot.
+// Entries filed again during the same pass are not returned by it.
 func (x *expiryIndex) popDue(now int64) []*entry {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -101,8 +101,22 @@ func (x *expiryIndex) popDue(now int64) []*entry {
 			}
 		}
 	}
-	x.next = max(x.next, nowSlot+1)
+	// nowSlot itself is taken again by the next pass: entries filed in it
+	// after this pass, or taken early and filed again, fall due within it.
+	x.next = max(x.next, nowSlot)
 	return out
+}
+
+// expiryAt is when an entry whose windows end at end should next be looked
+// at: the first instant at which the janitor removes it, end plus
+// KeyOlderThan. An entry with no window (end 0) is looked at after
+// KeyOlderThan from now. Filing at the end rather than at max(end, now) keeps
+// a pass that looks early from pushing the removal past its due time.
+func (db *DB) expiryAt(end, now int64) int64 {
+	if end == 0 {
+		return now + db.kot
+	}
+	return end + db.kot
 }
 
 // Clean runs one janitor pass now and returns the number of expired windows
@@ -160,7 +174,7 @@ func (db *DB) clean() (int, error) {
 				}
 			}
 		} else {
-			db.exp.add(e, max(end, now)+db.kot)
+			db.exp.add(e, db.expiryAt(end, now))
 		}
 		e.mu.Unlock()
 		sh.mu.Unlock()
@@ -186,8 +200,9 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 	defer db.snapMu.Unlock()
 	removed := 0
 	type item struct {
-		ik, k []byte
-		end   int64
+		ik, k   []byte
+		end     int64
+		counted bool // the window is in memory: the memory side counts its removal
 	}
 	for {
 		more := false
@@ -206,12 +221,13 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 				if ok && end > cutoff {
 					break
 				}
-				if ok && db.liveInMemory(k, cutoff) {
+				inMem, live := db.inMemory(k, cutoff)
+				if ok && live {
 					// The window moved on in memory; the next snapshot
 					// rewrites the record and its index entry.
 					continue
 				}
-				items = append(items, item{ik: bytes.Clone(ik), k: bytes.Clone(k), end: end})
+				items = append(items, item{ik: bytes.Clone(ik), k: bytes.Clone(k), end: end, counted: inMem})
 			}
 			if len(items) == 0 {
 				return nil
@@ -239,7 +255,7 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 					return err
 				}
 				delta--
-				if _, seen := skip[string(it.k)]; !seen && derr == nil {
+				if _, seen := skip[string(it.k)]; !seen && !it.counted && derr == nil {
 					n++
 				}
 			}
@@ -262,27 +278,27 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 	}
 }
 
-// liveInMemory reports whether the window with record key k has an entry in
-// memory that has not expired by cutoff.
-func (db *DB) liveInMemory(k []byte, cutoff int64) bool {
+// inMemory reports whether the window with record key k has an entry in
+// memory, and whether that entry's windows end after cutoff (it is live).
+func (db *DB) inMemory(k []byte, cutoff int64) (present, live bool) {
 	if len(k) == 0 {
-		return false
+		return false, false
 	}
 	plen := 9
 	if k[0]&0x80 != 0 {
 		if len(k) < 2 {
-			return false
+			return false, false
 		}
 		plen = 2 + 8*int(k[1])
 	}
 	if len(k) < plen {
-		return false
+		return false, false
 	}
 	db.specMu.Lock()
 	s := db.specs[string(k[:plen])]
 	db.specMu.Unlock()
 	if s == nil {
-		return false
+		return false, false
 	}
 	key := string(k[plen:])
 	h := s.hash(key)
@@ -291,9 +307,9 @@ func (db *DB) liveInMemory(k []byte, cutoff int64) bool {
 	defer sh.mu.Unlock()
 	e := sh.find(h, s, key)
 	if e == nil {
-		return false
+		return false, false
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.maxEnd() > cutoff
+	return true, e.maxEnd() > cutoff
 }

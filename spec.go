@@ -165,7 +165,7 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		if found {
 			db.stats.reloaded.Add(1)
 		}
-		db.exp.add(e, max(e.maxEnd(), now)+db.kot)
+		db.exp.add(e, db.expiryAt(e.maxEnd(), now))
 	}
 	if !e.hot.Load() {
 		// Count this use in the cache's frequency sketch (a miss), so that
@@ -260,7 +260,7 @@ func (s *spec) reset(key string) error {
 		e = s.newEntry(key, cs)
 		sh.insert(h, e)
 		db.memWindows.Add(1)
-		db.exp.add(e, db.now()+db.kot)
+		db.exp.add(e, db.expiryAt(e.maxEnd(), db.now()))
 	}
 	e.mu.Lock()
 	for i := 0; i < e.tiers(); i++ {
