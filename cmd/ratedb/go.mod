@@ -3,3 +3,17 @@ module github.com/ratedb/ratedb/cmd/ratedb
 go 1.26.8
 
 replace github.com/ratedb/ratedb => ../..
+
+require (
+	github.com/ratedb/ratedb v0.0.0-00010101000000-000000000000
+	github.com/stretchr/testify v1.12.1
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/dgraph-io/ristretto/v2 v2.4.2 // indirect
+	github.com/dustin/go-humanize v1.0.1 // indirect
+	go.etcd.io/bbolt v1.5.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.45.0 // indirect
+)
