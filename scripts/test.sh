@@ -29,4 +29,5 @@ fi
 echo "== cmd/ratedb (envoy)"
 go test -race -shuffle=on -timeout 10m ./cmd/ratedb/...
 go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./cmd/ratedb/internal/envoyconf
+go test -run '^$' -fuzz '^FuzzCheck$' -fuzztime 10s ./cmd/ratedb/internal/grpcapi
 # --- end envoy ---
