@@ -95,6 +95,13 @@ func runServe(args []string, stderr io.Writer) error {
 	fs.BoolVar(&c.LogKeys, "log-keys", false, "allow client ids and routes in debug logs (API keys are never logged)")
 	fs.DurationVar(&c.SnapshotPeriod, "snapshot-period", time.Second, "how often changed windows are written to the state file: what a crash can lose")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish after SIGTERM/SIGINT")
+	fs.StringVar(&c.Envoy.GRPC, "grpc", "", "serve Envoy's rate limit protocol (envoy.service.ratelimit.v3) and grpc.health.v1 on `ADDR`; no API keys apply: use mTLS or a private network")
+	fs.StringVar(&c.Envoy.Config, "envoy-config", "", "envoyproxy/ratelimit YAML config: a file or a directory of *.yaml (`PATH`); reloaded on SIGHUP and when its files change")
+	fs.DurationVar(&c.Envoy.Poll, "envoy-config-poll", 2*time.Second, "how often --envoy-config's files are checked for changes (0: only on SIGHUP)")
+	fs.BoolVar(&c.Envoy.Independent, "envoy-independent", false, "count each descriptor of a request on its own, as envoyproxy/ratelimit does (default: all-or-nothing)")
+	fs.StringVar(&c.Envoy.TLSCert, "grpc-tls-cert", "", "TLS certificate `PATH` (PEM) of the gRPC server")
+	fs.StringVar(&c.Envoy.TLSKey, "grpc-tls-key", "", "TLS private key `PATH` (PEM) of the gRPC server")
+	fs.StringVar(&c.Envoy.TLSClientCA, "grpc-client-ca", "", "CA `PATH` (PEM): require gRPC clients to present a certificate it signed (mTLS)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: ratedb serve [flags]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -124,6 +131,22 @@ func runServe(args []string, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "ratedb serve: second signal: exiting at once")
 		os.Exit(1)
 	}()
+	if c.Envoy.Config != "" {
+		// SIGHUP reloads the Envoy config (without --envoy-config it keeps
+		// its default: terminate).
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		reload := make(chan struct{}, 1)
+		go func() {
+			for range hup {
+				select {
+				case reload <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		c.Envoy.Reload = reload
+	}
 	return serve.Run(c, stderr, stop)
 }
 

@@ -1,9 +1,6 @@
 package grpcapi
 
 import (
-	"context"
-	"time"
-
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/envoyconf"
 )
 
@@ -20,26 +17,4 @@ func (s *Server) Reload(path string) error {
 	s.SetConfig(cfg)
 	s.opts.Logger.Info("envoy config: loaded", "path", path, "files", len(cfg.Files()), "rules", len(cfg.Rules()))
 	return nil
-}
-
-// Watch reloads path whenever its files' names, sizes or modification
-// times change, checking every interval, until ctx is done. It polls
-// instead of using inotify so that it needs no dependency and also sees
-// changes made through symlink swaps (as Kubernetes ConfigMaps do).
-// Whatever the outcome of a reload, the same change is not reloaded twice.
-func (s *Server) Watch(ctx context.Context, path string, interval time.Duration) {
-	last := envoyconf.Stamp(path)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if cur := envoyconf.Stamp(path); cur != last {
-			last = cur
-			_ = s.Reload(path) // logged by Reload
-		}
-	}
 }

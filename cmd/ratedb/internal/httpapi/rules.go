@@ -58,7 +58,13 @@ func (s *Server) listRules(w http.ResponseWriter, r *http.Request) {
 	for _, rule := range set.Rules() {
 		out = append(out, specOf(rule))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"rules": out, "default": specOf(set.Default())})
+	body := map[string]any{"rules": out, "default": specOf(set.Default())}
+	if s.opts.EnvoyRules != nil {
+		if envoy := s.opts.EnvoyRules(); envoy != nil {
+			body["envoy"] = envoy
+		}
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // matchRule serves GET /v1/rules/match?client_id=..&route=..

@@ -25,6 +25,9 @@ type Options struct {
 	// LogKeys allows client ids and routes in (debug) logs.
 	LogKeys bool
 	Logger  *slog.Logger
+	// EnvoyRules, when not nil, returns the Envoy config's rules, listed
+	// read-only under "envoy" in GET /v1/rules.
+	EnvoyRules func() any
 }
 
 // Server is the HTTP handler of the service. It is safe for concurrent use.

@@ -37,6 +37,8 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight requests may take after
 	// the first signal.
 	ShutdownTimeout time.Duration
+	// Envoy configures the Envoy rate limit service (gRPC); zero: off.
+	Envoy EnvoyConfig
 }
 
 // validate reports every problem of c at once.
@@ -60,6 +62,7 @@ func (c *Config) validate() error {
 	if c.SnapshotPeriod <= 0 {
 		p = append(p, "--snapshot-period must be positive")
 	}
+	p = c.Envoy.validate(p)
 	if len(p) > 0 {
 		return fmt.Errorf("invalid flags: %s", joinSemi(p))
 	}

@@ -98,12 +98,17 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 
 	m := metrics.New(ratedbprom.NewCollector(db))
 	cr := core.New(core.DBStore{DB: db}, core.Options{Observer: m, FailOpen: c.FailOpen})
+	envoy, err := startEnvoy(c.Envoy, cr, log)
+	if err != nil {
+		return errors.Join(err, closeDB())
+	}
 	h := httpapi.New(httpapi.Options{
 		Core: cr, Rules: rm, Keys: k, Metrics: m.Handler(), DenyStatus: c.DenyStatus,
-		LogKeys: c.LogKeys, Logger: log, Ready: readyDB(db),
+		LogKeys: c.LogKeys, Logger: log, Ready: readyDB(db), EnvoyRules: envoy.Rules,
 	})
 	ln, err := net.Listen("tcp", c.HTTP)
 	if err != nil {
+		envoy.stop(context.Background())
 		return errors.Join(fmt.Errorf("--http: %w", err), closeDB())
 	}
 	srv := &http.Server{
@@ -121,6 +126,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 
 	select {
 	case err := <-served:
+		envoy.stop(context.Background())
 		return errors.Join(fmt.Errorf("serving: %w", err), closeDB())
 	case <-stop:
 	}
@@ -131,6 +137,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	if err := srv.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("shutdown: %w", err))
 	}
+	envoy.stop(ctx)
 	if err := closeDB(); err != nil {
 		errs = append(errs, err)
 	}
