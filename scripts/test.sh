@@ -25,3 +25,9 @@ if [ -f bench/go.mod ]; then
   echo "== bench module (smoke)"
   (cd bench && go vet ./... && go test -short -timeout 20m ./...)
 fi
+# --- envoy (issue 13): Envoy rate limit protocol in cmd/ratedb ---
+echo "== cmd/ratedb (envoy)"
+go test -race -shuffle=on -timeout 10m ./cmd/ratedb/...
+go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./cmd/ratedb/internal/envoyconf
+go test -run '^$' -fuzz '^FuzzCheck$' -fuzztime 10s ./cmd/ratedb/internal/grpcapi
+# --- end envoy ---

@@ -1,0 +1,322 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratedb/ratedb"
+)
+
+// Limit is what a check is counted against: a named rule's algorithm and
+// either one window (one tier, Layered false) or tiers decided together
+// (ratedb.Layered). Build a Limit once per rule and reuse the pointer: the
+// core caches the limiter it resolves on it. A Limit must not be changed
+// after its first use; it is then safe for concurrent use.
+type Limit struct {
+	// Name is the rule's name: the only label metrics carry.
+	Name string
+	// Algorithm places the windows in time.
+	Algorithm ratedb.Algorithm
+	// Tiers holds one window (Layered false) or the tiers of a layered
+	// limit. Limits are hits per Scale.
+	Tiers []ratedb.Tier
+	// Layered selects ratedb's Layered limiter even for a single tier.
+	Layered bool
+	// Shadow decides and counts like any other limit but never denies the
+	// set: its results carry Shadow and its denial is only reported.
+	Shadow bool
+
+	res atomic.Pointer[resolved]
+}
+
+// resolved is a Limit's limiter in one core.
+type resolved struct {
+	core    *Core
+	window  WindowLimiter
+	layered LayeredLimiter
+	counter string // identifies the counters: algorithm, scales, layered
+}
+
+// Check is one key to count against one limit.
+type Check struct {
+	// Limit is the limit to apply; required.
+	Limit *Limit
+	// Key is the counted key: 1 to ratedb.MaxKeyLen bytes. Keys of limits
+	// with the same algorithm and scales share counters.
+	Key string
+	// Cost is how much the check counts, >= 0. 0 is a peek: nothing is
+	// counted and Allowed says whether a hit of cost 1 would fit now.
+	Cost int64
+}
+
+// CheckResult is the outcome of one check.
+type CheckResult struct {
+	// Result is the check's own state and verdict, in ratedb's terms:
+	// Allowed reports whether the check fit its limit (for a peek, whether
+	// a hit of cost 1 would). When the set was denied because of another
+	// check, a check that fit is reported with Allowed true but not
+	// Counted, and its Count and Remaining are those before the set.
+	ratedb.Result
+	// Counted reports whether the check's cost was counted.
+	Counted bool
+	// Shadow is the Limit's Shadow flag.
+	Shadow bool
+}
+
+// Decision is the outcome of a set of checks.
+type Decision struct {
+	// Allowed reports whether the set was admitted: every check that is not
+	// a shadow check fit, and every check's cost was counted.
+	Allowed bool
+	// Results holds one result per check, in the order given (nil when the
+	// decision failed open).
+	Results []CheckResult
+	// FailedOpen reports that the store failed and Options.FailOpen allowed
+	// the set without deciding it.
+	FailedOpen bool
+}
+
+// Observer receives what the core decides, for metrics. Its methods are
+// called without any core lock held and must be safe for concurrent use.
+type Observer interface {
+	// Checked is called once per check of a decided set, with the check's
+	// own verdict.
+	Checked(rule string, allowed bool)
+	// WindowOpened is called for a counted check that opened a new window
+	// (its count after the hit equals its cost).
+	WindowOpened(rule string)
+	// BoundarySpike is called when a key exhausts a window within 10% of
+	// the window's scale after it began, having exhausted the window before
+	// it (see spike.go).
+	BoundarySpike(rule string)
+	// StoreError is called once per set whose store failed.
+	StoreError(rule string)
+	// Decided is called once per set with the time the decision took.
+	Decided(d time.Duration)
+}
+
+// Options configures a Core. The zero value selects every default.
+type Options struct {
+	// FailOpen allows a set when the store fails with an error wrapping
+	// ratedb.ErrUnavailable (Decision.FailedOpen is then set). Default
+	// false: the error is returned and adapters answer 503 / UNAVAILABLE.
+	FailOpen bool
+	// Observer receives decisions for metrics. Default: none.
+	Observer Observer
+	// Clock is the time source for peeks and boundary spikes. Default
+	// time.Now.
+	Clock func() time.Time
+}
+
+const numStripes = 4096
+
+// Core decides sets of checks against a Store. It is safe for concurrent
+// use.
+type Core struct {
+	store   Store
+	opts    Options
+	seed    maphash.Seed
+	stripes [numStripes]sync.RWMutex
+	spikes  spikeTable
+}
+
+// New returns a core deciding against store.
+func New(store Store, opts Options) *Core {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	return &Core{store: store, opts: opts, seed: maphash.MakeSeed()}
+}
+
+// Decide decides the checks all-or-nothing and returns one result per
+// check. It returns an error wrapping ErrInvalidCheck for an invalid set
+// (nothing counted), and the store's error (wrapping ratedb.ErrUnavailable
+// for a network store that is down) when the store failed, unless
+// Options.FailOpen applies. Being over a limit is a decision, not an error.
+func (c *Core) Decide(ctx context.Context, checks ...Check) (Decision, error) {
+	start := time.Now()
+	res, err := c.resolveAll(checks)
+	if err != nil {
+		return Decision{}, err
+	}
+	var d Decision
+	if len(checks) == 1 {
+		d, err = c.decideOne(ctx, checks[0], res[0])
+	} else {
+		d, err = c.decideSet(ctx, checks, res)
+	}
+	if err != nil {
+		if obs := c.opts.Observer; obs != nil {
+			obs.StoreError(checks[0].Limit.Name)
+			obs.Decided(time.Since(start))
+		}
+		if c.opts.FailOpen && errors.Is(err, ratedb.ErrUnavailable) {
+			return Decision{Allowed: true, FailedOpen: true}, nil
+		}
+		return Decision{}, err
+	}
+	c.observe(checks, d, start)
+	return d, nil
+}
+
+// resolveAll validates the checks and returns their limiters.
+func (c *Core) resolveAll(checks []Check) ([]*resolved, error) {
+	if len(checks) == 0 {
+		return nil, fmt.Errorf("%w: no checks", ErrInvalidCheck)
+	}
+	res := make([]*resolved, len(checks))
+	for i, ch := range checks {
+		switch {
+		case ch.Limit == nil:
+			return nil, fmt.Errorf("%w: check %d has no limit", ErrInvalidCheck, i)
+		case ch.Key == "" || len(ch.Key) > ratedb.MaxKeyLen:
+			return nil, fmt.Errorf("%w: check %d: key of %d bytes (1 to %d)", ErrInvalidCheck, i, len(ch.Key), ratedb.MaxKeyLen)
+		case ch.Cost < 0:
+			return nil, fmt.Errorf("%w: check %d: negative cost %d", ErrInvalidCheck, i, ch.Cost)
+		}
+		r, err := c.resolve(ch.Limit)
+		if err != nil {
+			return nil, fmt.Errorf("%w: check %d: %w", ErrInvalidCheck, i, err)
+		}
+		res[i] = r
+	}
+	return res, nil
+}
+
+// resolve returns l's limiter in c, cached on l.
+func (c *Core) resolve(l *Limit) (*resolved, error) {
+	if r := l.res.Load(); r != nil && r.core == c {
+		return r, nil
+	}
+	if len(l.Tiers) == 0 {
+		return nil, errors.New("limit has no tiers")
+	}
+	if len(l.Tiers) > 1 && !l.Layered {
+		return nil, errors.New("several tiers need Layered")
+	}
+	r := &resolved{core: c}
+	var id strings.Builder
+	id.WriteString(strconv.Itoa(int(l.Algorithm)))
+	if l.Layered {
+		id.WriteString("L")
+	}
+	for _, t := range l.Tiers {
+		id.WriteString("/" + strconv.FormatInt(t.Scale.Milliseconds(), 10))
+	}
+	r.counter = id.String()
+	var err error
+	if l.Layered {
+		r.layered, err = c.store.Layered(l.Algorithm, l.Tiers...)
+	} else {
+		if l.Tiers[0].Limit < 0 {
+			return nil, fmt.Errorf("limit %d is negative", l.Tiers[0].Limit)
+		}
+		r.window, err = c.store.Window(l.Algorithm, l.Tiers[0].Scale)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.res.Store(r)
+	return r, nil
+}
+
+// stripe returns the index of key's lock stripe.
+func (c *Core) stripe(key string) int {
+	return int(maphash.String(c.seed, key) % numStripes)
+}
+
+// decideOne decides a single check: one Hit (or a peek) under its stripe's
+// shared lock.
+func (c *Core) decideOne(ctx context.Context, ch Check, r *resolved) (Decision, error) {
+	mu := &c.stripes[c.stripe(ch.Key)]
+	mu.RLock()
+	var (
+		res ratedb.Result
+		err error
+	)
+	if ch.Cost == 0 {
+		res, err = c.peek(ctx, ch, r, 0)
+	} else {
+		res, err = r.hit(ctx, ch)
+	}
+	mu.RUnlock()
+	if err != nil {
+		return Decision{}, err
+	}
+	cr := CheckResult{Result: res, Counted: res.Allowed && ch.Cost > 0, Shadow: ch.Limit.Shadow}
+	return Decision{Allowed: res.Allowed || ch.Limit.Shadow, Results: []CheckResult{cr}}, nil
+}
+
+// decideSet decides several checks: every stripe locked exclusively in
+// sorted order, a peek of every check, then the hits if the set fits.
+func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (Decision, error) {
+	idx := make([]int, len(checks))
+	for i, ch := range checks {
+		idx[i] = c.stripe(ch.Key)
+	}
+	locks := slices.Clone(idx)
+	slices.Sort(locks)
+	locks = slices.Compact(locks)
+	for _, s := range locks {
+		c.stripes[s].Lock()
+	}
+	defer func() {
+		for _, s := range locks {
+			c.stripes[s].Unlock()
+		}
+	}()
+
+	d := Decision{Allowed: true, Results: make([]CheckResult, len(checks))}
+	for i, ch := range checks {
+		// Earlier checks of the set on the same counters count first.
+		var pending int64
+		for j := range i {
+			if checks[j].Key == ch.Key && rs[j].counter == rs[i].counter {
+				pending += checks[j].Cost
+			}
+		}
+		res, err := c.peek(ctx, ch, rs[i], pending)
+		if err != nil {
+			return Decision{}, err
+		}
+		d.Results[i] = CheckResult{Result: res, Shadow: ch.Limit.Shadow}
+		if !res.Allowed && !ch.Limit.Shadow {
+			d.Allowed = false
+		}
+	}
+	if !d.Allowed {
+		return d, nil
+	}
+	for i, ch := range checks {
+		if ch.Cost == 0 || !d.Results[i].Allowed {
+			continue // a peek, or a shadow check over its limit
+		}
+		res, err := rs[i].hit(ctx, ch)
+		if err != nil {
+			return Decision{}, err
+		}
+		d.Results[i].Result = res
+		d.Results[i].Counted = res.Allowed
+		if !res.Allowed && !ch.Limit.Shadow {
+			// Only another process sharing the store can get here.
+			d.Allowed = false
+		}
+	}
+	return d, nil
+}
+
+// hit counts ch through its limiter.
+func (r *resolved) hit(ctx context.Context, ch Check) (ratedb.Result, error) {
+	if r.layered != nil {
+		return r.layered.Hit(ctx, ch.Key, ch.Cost)
+	}
+	return r.window.Hit(ctx, ch.Key, ch.Limit.Tiers[0].Limit, ch.Cost)
+}

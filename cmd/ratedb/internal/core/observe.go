@@ -1,0 +1,27 @@
+package core
+
+import "time"
+
+// observe reports a decided set to the Observer and to the spike table.
+func (c *Core) observe(checks []Check, d Decision, start time.Time) {
+	obs := c.opts.Observer
+	if obs == nil {
+		return
+	}
+	now := c.opts.Clock()
+	for i, ch := range checks {
+		r := d.Results[i]
+		name := ch.Limit.Name
+		obs.Checked(name, r.Allowed && (r.Counted || ch.Cost == 0))
+		if r.Counted && r.Count == ch.Cost {
+			obs.WindowOpened(name)
+		}
+		if (r.Counted && r.Remaining == 0) || !r.Allowed {
+			res := ch.Limit.res.Load()
+			if res != nil && c.spikes.exhausted(res.counter, ch.Key, r.Scale, r.ResetAt, now) {
+				obs.BoundarySpike(name)
+			}
+		}
+	}
+	obs.Decided(time.Since(start))
+}

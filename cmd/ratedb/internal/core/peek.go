@@ -1,0 +1,109 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"github.com/ratedb/ratedb"
+)
+
+// peek reads ch's key without counting and reports whether ch's cost (1 for
+// a peek of cost 0) fits on top of pending, the cost of earlier checks of
+// the same set on the same counters. Count and Remaining are the stored
+// state. A key without a current window reports the end of the window a hit
+// now would open: exact for FixedWindow, an upper bound (now + scale)
+// otherwise.
+func (c *Core) peek(ctx context.Context, ch Check, r *resolved, pending int64) (ratedb.Result, error) {
+	now := c.opts.Clock()
+	need := max(ch.Cost, 1) + pending
+	if r.window != nil {
+		count, err := r.window.Get(ctx, ch.Key)
+		if err != nil {
+			return ratedb.Result{}, err
+		}
+		end, err := r.window.ExpiresAt(ctx, ch.Key)
+		if err != nil {
+			return ratedb.Result{}, err
+		}
+		t := ch.Limit.Tiers[0]
+		tr := tierState(t, ch.Limit.Algorithm, count, end, need, now)
+		res := ratedb.Result{
+			Allowed: tr.Fits, Count: tr.Count, Limit: tr.Limit, Remaining: tr.Remaining,
+			ResetAt: tr.ResetAt, Scale: tr.Scale,
+		}
+		if !res.Allowed {
+			res.RetryAfter = max(0, tr.ResetAt.Sub(now))
+		}
+		return res, nil
+	}
+	counts, err := r.layered.Get(ctx, ch.Key)
+	if err != nil {
+		return ratedb.Result{}, err
+	}
+	ends, err := r.layered.ExpiresAt(ctx, ch.Key)
+	if err != nil {
+		return ratedb.Result{}, err
+	}
+	trs := make([]ratedb.TierResult, len(ch.Limit.Tiers))
+	allowed := true
+	for i, t := range ch.Limit.Tiers {
+		var count int64
+		var end time.Time
+		if i < len(counts) && i < len(ends) {
+			count, end = counts[i], ends[i]
+		}
+		trs[i] = tierState(t, ch.Limit.Algorithm, count, end, need, now)
+		allowed = allowed && trs[i].Fits
+	}
+	bind := bindingTier(trs, allowed)
+	b := trs[bind]
+	res := ratedb.Result{
+		Allowed: allowed, Count: b.Count, Limit: b.Limit, Remaining: b.Remaining,
+		ResetAt: b.ResetAt, Scale: b.Scale, Tier: bind, Tiers: trs,
+	}
+	if !allowed {
+		res.RetryAfter = max(0, b.ResetAt.Sub(now))
+	}
+	return res, nil
+}
+
+// tierState is one tier's state for a peek: count in the window ending at
+// end (zero: no window), and whether need more fits.
+func tierState(t ratedb.Tier, alg ratedb.Algorithm, count int64, end time.Time, need int64, now time.Time) ratedb.TierResult {
+	if end.IsZero() || !end.After(now) {
+		count, end = 0, nextEnd(alg, t.Scale, now)
+	}
+	return ratedb.TierResult{
+		Scale: t.Scale, Limit: t.Limit, Count: count, Remaining: max(0, t.Limit-count),
+		ResetAt: end, Fits: count <= t.Limit-need,
+	}
+}
+
+// nextEnd is the end of the window a hit at now would open: the next
+// multiple of scale since the epoch for FixedWindow, now+scale otherwise (an
+// upper bound for StaggeredWindow, whose offset is private to ratedb).
+func nextEnd(alg ratedb.Algorithm, scale time.Duration, now time.Time) time.Time {
+	ms := scale.Milliseconds()
+	if alg == ratedb.FixedWindow && ms > 0 {
+		t := now.UnixMilli()
+		return time.UnixMilli(t - t%ms + ms)
+	}
+	return now.Add(scale)
+}
+
+// bindingTier is the tier that binds a layered decision, as ratedb.Layered
+// defines it: on a denial the denying tier that frees up last, otherwise the
+// tier with the least room left.
+func bindingTier(trs []ratedb.TierResult, allowed bool) int {
+	bind := 0
+	for i := range trs {
+		if allowed {
+			if trs[i].Remaining < trs[bind].Remaining {
+				bind = i
+			}
+		} else if !trs[i].Fits && (trs[bind].Fits || trs[i].ResetAt.After(trs[bind].ResetAt)) {
+			bind = i
+		}
+	}
+	return bind
+}

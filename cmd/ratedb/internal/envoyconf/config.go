@@ -1,0 +1,227 @@
+package envoyconf
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Limit is the rate limit of one config entry. A Limit is immutable once
+// loaded and safe to share between goroutines.
+type Limit struct {
+	// Name is the rate_limit's name; "" when the file gives none.
+	Name string
+	// Path names the entry as envoyproxy/ratelimit's stats do:
+	// domain.key_value.key..., e.g. "edge.path_/api/*". It holds config text
+	// only, never a request's values.
+	Path string
+	// RequestsPerUnit is the number of hits allowed per window (0 denies all).
+	RequestsPerUnit uint32
+	// Unit is the window; Unknown when Unlimited.
+	Unit Unit
+	// Unlimited answers OK without counting.
+	Unlimited bool
+	// ShadowMode counts and decides, but the answer is always OK.
+	ShadowMode bool
+	// QuotaMode, like ShadowMode, never denies (envoyproxy/ratelimit reports
+	// the violation in response metadata; we only count).
+	QuotaMode bool
+	// DetailedMetric is accepted and kept for listing; it changes no decision.
+	DetailedMetric bool
+	// Replaces names the limits this one replaces: a descriptor whose limit
+	// has one of these names is not checked in the same request.
+	Replaces []string
+}
+
+// node is one level of a domain's descriptor tree.
+type node struct {
+	children map[string]*node // by composite key "key" or "key_value"
+	// wildcards are the composite keys of children ending in "*", in file
+	// order; the first whose prefix matches wins.
+	wildcards []string
+	limit     *Limit
+	// share is, for a wildcard entry with share_threshold, its value pattern
+	// (e.g. "files/*"): every value it matches shares one counter.
+	share string
+	// entry is the config's key and value ("" when key-only).
+	entry Entry
+}
+
+// Config is a loaded set of domains. A Config is immutable and safe for
+// concurrent use; reloading builds a new one.
+type Config struct {
+	domains map[string]*node
+	order   []string // domains in load order
+	files   []string
+}
+
+// Entry is one (key, value) pair of a request descriptor.
+type Entry struct {
+	Key   string
+	Value string
+}
+
+// Match is the outcome of matching one descriptor.
+type Match struct {
+	// Limit is the matched limit, nil when none applies.
+	Limit *Limit
+	// Share is nil unless a share_threshold wildcard matched: then Share[i],
+	// when not "", replaces entry i's value in the counted key.
+	Share []string
+}
+
+// Files returns the files the config was loaded from, in load order.
+func (c *Config) Files() []string { return append([]string(nil), c.files...) }
+
+// HasDomain reports whether the config declares domain.
+func (c *Config) HasDomain(domain string) bool {
+	_, ok := c.domains[domain]
+	return ok
+}
+
+// Match returns the limit that applies to one descriptor of a request to
+// domain, with envoyproxy/ratelimit's precedence (see the package doc).
+// Match allocates nothing unless a share_threshold entry matches.
+func (c *Config) Match(domain string, entries []Entry) Match {
+	var m Match
+	n := c.domains[domain]
+	if n == nil {
+		return m
+	}
+	for i, e := range entries {
+		composite := e.Key + "_" + e.Value
+		next := n.children[composite]
+		viaWildcard := false
+		if next == nil {
+			for _, w := range n.wildcards {
+				if strings.HasPrefix(composite, w[:len(w)-1]) {
+					next, viaWildcard = n.children[w], true
+					break
+				}
+			}
+		}
+		if next == nil {
+			next = n.children[e.Key]
+		}
+		if next == nil {
+			break
+		}
+		if viaWildcard && next.share != "" {
+			if m.Share == nil {
+				m.Share = make([]string, len(entries))
+			}
+			m.Share[i] = strings.TrimPrefix(next.share, e.Key+"_")
+		}
+		if next.limit != nil && i == len(entries)-1 {
+			m.Limit = next.limit
+		}
+		if len(next.children) == 0 {
+			break
+		}
+		n = next
+	}
+	if m.Limit == nil {
+		m.Share = nil
+	}
+	return m
+}
+
+// File is one config file's name (used in errors) and contents.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Parse builds a Config from files in order. Like envoyproxy/ratelimit
+// with its default settings, a domain declared in two files is an error.
+// Every error wraps ErrInvalidConfig and names the file.
+func Parse(files []File) (*Config, error) {
+	c := &Config{domains: map[string]*node{}}
+	for _, f := range files {
+		root, err := parseYAML(f.Name, f.Data)
+		if err != nil {
+			return nil, err
+		}
+		if root.Domain == "" {
+			return nil, fmt.Errorf("%w: %s: config file cannot have empty domain", ErrInvalidConfig, f.Name)
+		}
+		if _, dup := c.domains[root.Domain]; dup {
+			return nil, fmt.Errorf("%w: %s: duplicate domain %q in config file", ErrInvalidConfig, f.Name, root.Domain)
+		}
+		d := &node{children: map[string]*node{}}
+		if err := d.load(root.Domain+".", root.Descriptors); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, f.Name, err)
+		}
+		c.domains[root.Domain] = d
+		c.order = append(c.order, root.Domain)
+		c.files = append(c.files, f.Name)
+	}
+	return c, nil
+}
+
+// load adds descriptors below n, checking them as envoyproxy/ratelimit does.
+func (n *node) load(parent string, descs []yamlDescriptor) error {
+	for _, d := range descs {
+		if d.Key == "" {
+			return fmt.Errorf("descriptor has empty key")
+		}
+		composite := d.Key
+		if d.Value != "" {
+			composite += "_" + d.Value
+		}
+		path := parent + composite
+		if _, dup := n.children[composite]; dup {
+			return fmt.Errorf("duplicate descriptor composite key %q", path)
+		}
+		child := &node{children: map[string]*node{}, entry: Entry{Key: d.Key, Value: d.Value}}
+		if d.RateLimit != nil {
+			l, err := newLimit(path, d)
+			if err != nil {
+				return err
+			}
+			child.limit = l
+		}
+		wildcard := strings.HasSuffix(composite, "*")
+		if d.ShareThreshold {
+			if !wildcard {
+				return fmt.Errorf("share_threshold can only be used with wildcard values (ending with '*'), but found key %q", composite)
+			}
+			child.share = composite
+		}
+		if wildcard {
+			n.wildcards = append(n.wildcards, composite)
+		}
+		if err := child.load(path+".", d.Descriptors); err != nil {
+			return err
+		}
+		n.children[composite] = child
+	}
+	return nil
+}
+
+func newLimit(path string, d yamlDescriptor) (*Limit, error) {
+	rl := d.RateLimit
+	unit, valid := parseUnit(rl.Unit)
+	if rl.Unlimited {
+		if valid {
+			return nil, fmt.Errorf("should not specify rate limit unit when unlimited")
+		}
+		unit = Unknown
+	} else if !valid {
+		return nil, fmt.Errorf("invalid rate limit unit %q", rl.Unit)
+	}
+	l := &Limit{
+		Name: rl.Name, Path: path, RequestsPerUnit: rl.RequestsPerUnit, Unit: unit,
+		Unlimited: rl.Unlimited, ShadowMode: d.ShadowMode, QuotaMode: d.QuotaMode,
+		DetailedMetric: d.DetailedMetric,
+	}
+	for _, r := range rl.Replaces {
+		if r.Name == "" {
+			return nil, fmt.Errorf("should not have an empty replaces entry")
+		}
+		if r.Name == rl.Name {
+			return nil, fmt.Errorf("replaces should not contain name of same descriptor")
+		}
+		l.Replaces = append(l.Replaces, r.Name)
+	}
+	return l, nil
+}

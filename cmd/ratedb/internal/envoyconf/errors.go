@@ -1,0 +1,13 @@
+package envoyconf
+
+import "errors"
+
+// ErrInvalidConfig is returned (wrapped, with the file name and the reason)
+// when a configuration file is not valid: bad YAML, an unknown or
+// non-string key, an empty domain or key, a duplicate domain or descriptor,
+// an invalid unit, or an invalid replaces entry. Use errors.Is.
+var ErrInvalidConfig = errors.New("envoyconf: invalid config")
+
+// ErrNoFiles is returned by Load when a directory holds no *.yaml or *.yml
+// file.
+var ErrNoFiles = errors.New("envoyconf: no config files")

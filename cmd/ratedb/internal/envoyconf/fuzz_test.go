@@ -1,0 +1,41 @@
+package envoyconf_test
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/envoyconf"
+)
+
+// FuzzParse feeds arbitrary bytes to the loader: it must never panic, every
+// error must wrap ErrInvalidConfig, and a loaded config must answer matches.
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"testdata/basic.yaml", "testdata/wildcard.yaml"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, "key1", "value1")
+	}
+	f.Add([]byte("domain: d\ndescriptors:\n  - {key: a*, rate_limit: {unit: second, requests_per_unit: 1}}\n"), "ab", "")
+	f.Add([]byte("a: &a [*a, *a]\n"), "a", "b")
+	f.Fuzz(func(t *testing.T, data []byte, key, value string) {
+		c, err := envoyconf.Parse([]envoyconf.File{{Name: "f.yaml", Data: data}})
+		if err != nil {
+			if !errors.Is(err, envoyconf.ErrInvalidConfig) {
+				t.Fatalf("error does not wrap ErrInvalidConfig: %v", err)
+			}
+			return
+		}
+		for _, r := range c.Rules() {
+			if r.Limit == nil || (!r.Limit.Unlimited && r.Limit.Unit.Duration() == 0) {
+				t.Fatalf("rule %q without a usable limit", r.Limit.Path)
+			}
+			m := c.Match(r.Domain, append(r.Descriptor, envoyconf.Entry{Key: key, Value: value}))
+			if m.Limit != nil && m.Share != nil && len(m.Share) != len(r.Descriptor)+1 {
+				t.Fatalf("share has %d entries for %d", len(m.Share), len(r.Descriptor)+1)
+			}
+		}
+	})
+}

@@ -1,0 +1,209 @@
+package envoye2e_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ratedb-envoy-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "ratedb")
+	build := exec.Command("go", "build", "-o", binary, "github.com/ratedb/ratedb/cmd/ratedb")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building ratedb:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// logBuffer collects the process's stderr; safe for concurrent use.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+const adminKey = "e2e-admin-key-0123456789"
+
+type proc struct {
+	cmd      *exec.Cmd
+	logs     *logBuffer
+	grpcAddr string
+	httpAddr string
+	exited   chan struct{}
+}
+
+// startProc starts `ratedb serve` with a state file db, --grpc and --http on
+// loopback port 0 and extra flags, and waits until both listeners are up.
+func startProc(t *testing.T, db string, extra ...string) *proc {
+	t.Helper()
+	args := append([]string{"serve", "--db", db, "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--log-format", "json"}, extra...)
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "RATEDB_API_KEYS=e2e-client-key-0123456789", "RATEDB_ADMIN_KEYS="+adminKey)
+	pr, pw := io.Pipe()
+	p := &proc{cmd: cmd, logs: &logBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = io.MultiWriter(p.logs, pw)
+	require.NoError(t, cmd.Start())
+	go func() { _ = cmd.Wait(); _ = pw.Close(); close(p.exited) }()
+	t.Cleanup(func() { p.kill() })
+
+	addrs := make(chan [2]string, 1)
+	go func() {
+		var grpcAddr, httpAddr string
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			var line struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(line.Msg, "listening (gRPC"):
+				grpcAddr = line.Addr
+			case line.Msg == "listening":
+				httpAddr = line.Addr
+			}
+			if grpcAddr != "" && httpAddr != "" {
+				addrs <- [2]string{grpcAddr, httpAddr}
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	select {
+	case a := <-addrs:
+		p.grpcAddr, p.httpAddr = a[0], a[1]
+	case <-p.exited:
+		t.Fatalf("ratedb exited early: %s", p.logs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("ratedb did not start: %s", p.logs.String())
+	}
+	return p
+}
+
+func (p *proc) kill() {
+	select {
+	case <-p.exited:
+	default:
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("ratedb did not stop after SIGTERM")
+	}
+	require.Equal(t, 0, p.cmd.ProcessState.ExitCode(), p.logs.String())
+}
+
+func (p *proc) client(t *testing.T, creds credentials.TransportCredentials) rlsv3.RateLimitServiceClient {
+	t.Helper()
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	conn, err := grpc.NewClient(p.grpcAddr, grpc.WithTransportCredentials(creds))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return rlsv3.NewRateLimitServiceClient(conn)
+}
+
+// get fetches an HTTP path with the admin key.
+func (p *proc) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+p.httpAddr+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("X-API-Key", adminKey)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func desc(pairs ...string) *ratelimitv3.RateLimitDescriptor {
+	d := &ratelimitv3.RateLimitDescriptor{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		d.Entries = append(d.Entries, &ratelimitv3.RateLimitDescriptor_Entry{Key: pairs[i], Value: pairs[i+1]})
+	}
+	return d
+}
+
+func call(t *testing.T, c rlsv3.RateLimitServiceClient, domain string, hits uint32, descs ...*ratelimitv3.RateLimitDescriptor) *rlsv3.RateLimitResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: domain, Descriptors: descs, HitsAddend: hits})
+	require.NoError(t, err)
+	require.Len(t, resp.GetStatuses(), len(descs))
+	return resp
+}
+
+// eventually polls cond every 20 ms until it holds or 20 s pass (for an
+// external process to act on a signal or a file change).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	require.NoError(t, os.WriteFile(tmp, []byte(data), 0o600))
+	require.NoError(t, os.Rename(tmp, path))
+}
+
+func execCommand(ctx context.Context, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, binary, args...)
+}

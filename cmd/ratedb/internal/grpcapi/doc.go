@@ -1,0 +1,35 @@
+// Package grpcapi serves Envoy's rate limit protocol
+// (envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit) over gRPC.
+// It is a thin adapter: it matches each descriptor against an
+// envoyproxy/ratelimit YAML config (package envoyconf), turns the matches
+// into checks for the service's one decision core (package core), and turns
+// the core's decision back into a RateLimitResponse. It decides nothing
+// itself.
+//
+// # Semantics
+//
+//   - domain and at least one descriptor are required (INVALID_ARGUMENT
+//     otherwise). A descriptor that matches no rule, or whose domain is not
+//     configured, answers OK with no current_limit.
+//   - The request's hits_addend is the cost of each descriptor; 0 means 1.
+//     A descriptor's own hits_addend overrides it; 0 checks without
+//     counting (OK if one more hit would fit now).
+//   - A descriptor's limit override (requests_per_unit, unit) replaces the
+//     config's rule whenever the domain is configured; it is never in
+//     shadow mode.
+//   - All descriptors of a request are decided together, all-or-nothing: if
+//     one is over its limit, none is counted. Options.Independent decides
+//     each descriptor on its own instead, as envoyproxy/ratelimit does.
+//   - A denied hit is never counted (envoyproxy/ratelimit counts it unless
+//     STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT is set), so a client that keeps
+//     calling while denied does not extend its own penalty.
+//   - shadow_mode and quota_mode rules are counted and decided, but always
+//     answer OK. unlimited rules answer OK with limit_remaining 2^32-1 and no
+//     current_limit, and count nothing.
+//   - A store failure answers UNAVAILABLE (Envoy's failure_mode_deny then
+//     decides whether the request passes).
+//   - is_negative_hits (a refund) is not supported: INVALID_ARGUMENT.
+//
+// Descriptor values may be personal data (client addresses, user ids): they
+// are never logged and never appear in errors.
+package grpcapi

@@ -1,0 +1,294 @@
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync/atomic"
+	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/envoyconf"
+)
+
+// Request bounds: Envoy sends a handful of descriptors of a few entries.
+const (
+	// MaxDescriptors is the most descriptors one request may carry.
+	MaxDescriptors = 64
+	// MaxEntries is the most entries one descriptor may carry.
+	MaxEntries = 32
+)
+
+// Options configures a Server. The zero value selects every default.
+type Options struct {
+	// Independent decides every descriptor of a request on its own, as
+	// envoyproxy/ratelimit does: a descriptor within its limit is counted
+	// even when another descriptor of the same request is over its limit.
+	// Default false: a request's descriptors are decided all-or-nothing.
+	Independent bool
+	// Clock is the time duration_until_reset is measured from. Default
+	// time.Now.
+	Clock func() time.Time
+	// Logger receives config reload messages (never descriptor values).
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Server implements envoy.service.ratelimit.v3.RateLimitService on a core.
+// It is safe for concurrent use; SetConfig may run at any time and applies
+// atomically to the requests that start after it.
+type Server struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	core      *core.Core
+	opts      Options
+	cfg       atomic.Pointer[compiled]
+	overrides overrides
+}
+
+var _ rlsv3.RateLimitServiceServer = (*Server)(nil)
+
+// New returns a Server deciding through c with the rules of cfg. cfg may be
+// nil: every descriptor then answers OK with no limit until SetConfig.
+func New(c *core.Core, cfg *envoyconf.Config, opts *Options) *Server {
+	s := &Server{core: c}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.Clock == nil {
+		s.opts.Clock = time.Now
+	}
+	if s.opts.Logger == nil {
+		s.opts.Logger = slog.Default()
+	}
+	if cfg == nil {
+		cfg, _ = envoyconf.Parse(nil)
+	}
+	s.SetConfig(cfg)
+	return s
+}
+
+// SetConfig replaces the rules atomically. Counts are kept: a rule's
+// counters are identified by its descriptor and unit, not by its limit.
+func (s *Server) SetConfig(cfg *envoyconf.Config) { s.cfg.Store(compile(cfg)) }
+
+// Config returns the rules in use.
+func (s *Server) Config() *envoyconf.Config { return s.cfg.Load().cfg }
+
+// ShouldRateLimit implements the v3 RateLimitService. Errors are gRPC
+// statuses: INVALID_ARGUMENT for a malformed request (nothing counted),
+// UNAVAILABLE when the store failed, CANCELED or DEADLINE_EXCEEDED when the
+// caller gave up.
+func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	resp, err := s.Check(ctx, req)
+	if err != nil {
+		st := toStatus(err)
+		if status.Code(st) == codes.Unavailable {
+			s.opts.Logger.Warn("envoy rate limit: store failed", "err", err)
+		}
+		return nil, st
+	}
+	return resp, nil
+}
+
+// Check answers a request like ShouldRateLimit but returns plain errors:
+// ErrInvalidRequest (wrapped) for a malformed request, the core's error
+// otherwise.
+func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	domain := req.GetDomain()
+	descs := req.GetDescriptors()
+	switch {
+	case domain == "":
+		return nil, fmt.Errorf("%w: rate limit domain must not be empty", ErrInvalidRequest)
+	case len(descs) == 0:
+		return nil, fmt.Errorf("%w: rate limit descriptor list must not be empty", ErrInvalidRequest)
+	case len(descs) > MaxDescriptors:
+		return nil, fmt.Errorf("%w: %d descriptors (at most %d)", ErrInvalidRequest, len(descs), MaxDescriptors)
+	}
+	cfg := s.cfg.Load()
+	known := cfg.cfg.HasDomain(domain)
+	defaultCost := max(1, int64(req.GetHitsAddend()))
+
+	rules := make([]*rule, len(descs))
+	var replaced map[string]bool
+	var entries []envoyconf.Entry
+	var shares [][]string
+	for i, d := range descs {
+		if err := validDescriptor(i, d); err != nil {
+			return nil, err
+		}
+		if !known {
+			continue
+		}
+		if o := d.GetLimit(); o != nil {
+			unit := envoyconf.Unit(o.GetUnit())
+			if unit.Duration() == 0 {
+				return nil, fmt.Errorf("%w: descriptor %d: limit override with unknown unit %d", ErrInvalidRequest, i, o.GetUnit())
+			}
+			rules[i] = s.overrides.get(o.GetRequestsPerUnit(), unit)
+			continue
+		}
+		entries = entries[:0]
+		for _, e := range d.GetEntries() {
+			entries = append(entries, envoyconf.Entry{Key: e.GetKey(), Value: e.GetValue()})
+		}
+		m := cfg.cfg.Match(domain, entries)
+		if m.Limit == nil {
+			continue
+		}
+		r := cfg.rules[m.Limit]
+		rules[i] = r
+		if m.Share != nil {
+			if shares == nil {
+				shares = make([][]string, len(descs))
+			}
+			shares[i] = m.Share
+		}
+		for _, name := range r.replaces {
+			if replaced == nil {
+				replaced = map[string]bool{}
+			}
+			replaced[name] = true
+		}
+	}
+
+	resp := &rlsv3.RateLimitResponse{
+		OverallCode: rlsv3.RateLimitResponse_OK,
+		Statuses:    make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(descs)),
+	}
+	checks := make([]core.Check, 0, len(descs))
+	owner := make([]int, 0, len(descs)) // descriptor index of each check
+	for i, d := range descs {
+		r := rules[i]
+		switch {
+		case r == nil || (r.name != "" && replaced[r.name]):
+			resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		case r.unlimited:
+			resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{
+				Code: rlsv3.RateLimitResponse_OK, LimitRemaining: math.MaxUint32,
+			}
+		default:
+			cost := defaultCost
+			if h := d.GetHitsAddend(); h != nil {
+				if h.GetValue() > math.MaxInt64 {
+					return nil, fmt.Errorf("%w: descriptor %d: hits_addend too large", ErrInvalidRequest, i)
+				}
+				cost = int64(h.GetValue())
+			}
+			var share []string
+			if shares != nil {
+				share = shares[i]
+			}
+			checks = append(checks, core.Check{Limit: r.limit, Key: countedKey(domain, d.GetEntries(), share), Cost: cost})
+			owner = append(owner, i)
+		}
+	}
+	if len(checks) == 0 {
+		return resp, nil
+	}
+	results, err := s.decide(ctx, checks)
+	if err != nil {
+		return nil, err
+	}
+	now := s.opts.Clock()
+	for j, i := range owner {
+		st := s.status(rules[i], results, j, now)
+		if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
+			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+		}
+		resp.Statuses[i] = st
+	}
+	return resp, nil
+}
+
+// decide runs the checks through the core, together or one by one. A nil
+// result slice means the core failed open: every check is then answered OK.
+func (s *Server) decide(ctx context.Context, checks []core.Check) ([]core.CheckResult, error) {
+	if !s.opts.Independent || len(checks) == 1 {
+		d, err := s.core.Decide(ctx, checks...)
+		if err != nil {
+			return nil, err
+		}
+		return d.Results, nil
+	}
+	out := make([]core.CheckResult, len(checks))
+	for j, ch := range checks {
+		d, err := s.core.Decide(ctx, ch)
+		if err != nil {
+			return nil, err
+		}
+		if d.Results == nil {
+			return nil, nil
+		}
+		out[j] = d.Results[0]
+	}
+	return out, nil
+}
+
+// status translates check j's result into a descriptor status.
+func (s *Server) status(r *rule, results []core.CheckResult, j int, now time.Time) *rlsv3.RateLimitResponse_DescriptorStatus {
+	if results == nil { // failed open
+		return &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+	}
+	res := results[j]
+	st := &rlsv3.RateLimitResponse_DescriptorStatus{
+		Code:               rlsv3.RateLimitResponse_OK,
+		CurrentLimit:       r.current,
+		DurationUntilReset: untilReset(res.ResetAt, now),
+	}
+	if res.Allowed {
+		st.LimitRemaining = uint32(min(max(res.Remaining, 0), math.MaxUint32))
+	} else if !res.Shadow {
+		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
+	return st
+}
+
+// untilReset is the time from now to the window's end in whole seconds,
+// rounded up (at least 1), as envoyproxy/ratelimit reports it.
+func untilReset(end, now time.Time) *durationpb.Duration {
+	d := end.Sub(now)
+	secs := int64((d + time.Second - 1) / time.Second)
+	return &durationpb.Duration{Seconds: max(secs, 1)}
+}
+
+func validDescriptor(i int, d *ratelimitv3.RateLimitDescriptor) error {
+	if d == nil {
+		return fmt.Errorf("%w: descriptor %d is null", ErrInvalidRequest, i)
+	}
+	if d.GetIsNegativeHits() {
+		return fmt.Errorf("%w: descriptor %d: is_negative_hits is not supported", ErrInvalidRequest, i)
+	}
+	if n := len(d.GetEntries()); n > MaxEntries {
+		return fmt.Errorf("%w: descriptor %d has %d entries (at most %d)", ErrInvalidRequest, i, n, MaxEntries)
+	}
+	return nil
+}
+
+// toStatus maps an error of Check to a gRPC status. Messages never carry
+// descriptor values.
+func toStatus(err error) error {
+	switch {
+	case errors.Is(err, ErrInvalidRequest):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ratedb.ErrClosed), errors.Is(err, ratedb.ErrUnavailable), errors.Is(err, ratedb.ErrCorrupt):
+		// The core reports a store that fails while resolving a limiter as
+		// an invalid check wrapping the store's error: still the store.
+		return status.Error(codes.Unavailable, "grpcapi: rate limit store unavailable")
+	case errors.Is(err, core.ErrInvalidCheck):
+		return status.Error(codes.InvalidArgument, "grpcapi: invalid check")
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "grpcapi: request canceled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "grpcapi: deadline exceeded")
+	}
+	return status.Error(codes.Unavailable, "grpcapi: rate limit store unavailable")
+}

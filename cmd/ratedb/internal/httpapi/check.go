@@ -1,0 +1,235 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/keys"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
+)
+
+// Limits on a check request, documented in the README.
+const (
+	// MaxCheckBody is the largest /v1/check body, in bytes (413 above).
+	MaxCheckBody = 8 << 10
+	// MaxCost is the largest cost of one check.
+	MaxCost = 1_000_000
+	// MaxIDLen is the longest client_id or route, in bytes.
+	MaxIDLen = rules.MaxPatternLen
+)
+
+// CheckRequest is the body of POST /v1/check.
+type CheckRequest struct {
+	ClientID string `json:"client_id"`
+	Route    string `json:"route"`
+	// Cost is optional: absent means 1.
+	Cost *int64 `json:"cost"`
+}
+
+// errBadRequest marks decoding errors the client can fix (400).
+var errBadRequest = errors.New("bad request")
+
+// DecodeCheck decodes and validates a check body: exactly one JSON object,
+// no unknown fields, client_id and route of 1 to MaxIDLen bytes, cost from 1
+// to MaxCost (default 1). Its errors wrap errBadRequest and name no value.
+func DecodeCheck(body []byte) (client, route string, cost int64, err error) {
+	var req CheckRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return "", "", 0, fmt.Errorf("%w: %s", errBadRequest, describeJSONError(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return "", "", 0, fmt.Errorf("%w: data after the JSON object", errBadRequest)
+	}
+	var problems []string
+	if req.ClientID == "" {
+		problems = append(problems, "client_id is missing or empty")
+	} else if len(req.ClientID) > MaxIDLen {
+		problems = append(problems, fmt.Sprintf("client_id is longer than %d bytes", MaxIDLen))
+	}
+	if req.Route == "" {
+		problems = append(problems, "route is missing or empty")
+	} else if len(req.Route) > MaxIDLen {
+		problems = append(problems, fmt.Sprintf("route is longer than %d bytes", MaxIDLen))
+	}
+	cost = 1
+	if req.Cost != nil {
+		cost = *req.Cost
+		if cost <= 0 || cost > MaxCost {
+			problems = append(problems, fmt.Sprintf("cost must be between 1 and %d", MaxCost))
+		}
+	}
+	if len(problems) > 0 {
+		return "", "", 0, fmt.Errorf("%w: %s", errBadRequest, joinProblems(problems))
+	}
+	return req.ClientID, req.Route, cost, nil
+}
+
+// describeJSONError says what is wrong with a body without quoting it.
+func describeJSONError(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("malformed JSON at byte %d", se.Offset)
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %s must be a %s", te.Field, te.Type)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the body is empty or cut short"
+	}
+	// Unknown fields: encoding/json says `json: unknown field "x"`.
+	return "malformed request: " + err.Error()
+}
+
+func joinProblems(p []string) string {
+	var b bytes.Buffer
+	for i, s := range p {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// check serves POST /v1/check.
+func (s *Server) check(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, http.MethodPost)
+		return
+	}
+	if s.role(r) == keys.None {
+		writeError(w, http.StatusUnauthorized, "missing or unknown API key (X-API-Key)", nil)
+		return
+	}
+	body, ok := readBody(w, r, MaxCheckBody)
+	if !ok {
+		return
+	}
+	client, route, cost, err := DecodeCheck(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), nil)
+		return
+	}
+	rule, _ := s.opts.Rules.Current().Match(client, route)
+	d, err := s.opts.Core.Decide(r.Context(), core.Check{Limit: rule.Limit(), Key: rule.Key(client, route), Cost: cost})
+	if err != nil {
+		s.storeFailed(w, r, err)
+		return
+	}
+	if s.opts.LogKeys {
+		s.opts.Logger.Debug("check", "client_id", client, "route", route, "rule", rule.Name, "allowed", d.Allowed)
+	}
+	s.writeDecision(w, rule, d)
+}
+
+// storeFailed answers a decision that could not be made.
+func (s *Server) storeFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return // the client went away
+	}
+	s.opts.Logger.Error("check failed: the store failed", "err", err)
+	msg := "the store failed; no decision was made"
+	if errors.Is(err, ratedb.ErrUnavailable) {
+		msg = "the store is unavailable; no decision was made"
+	}
+	writeError(w, http.StatusServiceUnavailable, msg, nil)
+}
+
+// writeDecision writes the reference service's decision body, byte for
+// byte: {"meta":{...},"data":{"status":"Allow","limit":100,"remain":99,"reset_in_second":41}}
+// plus "tiers" for a layered rule.
+func (s *Server) writeDecision(w http.ResponseWriter, rule *rules.Rule, d core.Decision) {
+	now := time.Now()
+	code := http.StatusOK
+	if !d.Allowed {
+		code = s.opts.DenyStatus
+	}
+	b := make([]byte, 0, 256)
+	b = append(b, `{"meta":{"message":"success","code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"status":"ok"},"data":{"status":"`...)
+	if d.Allowed {
+		b = append(b, "Allow"...)
+	} else {
+		b = append(b, "Deny"...)
+	}
+	if d.FailedOpen {
+		// No decision was made: report the rule's limit, untouched.
+		l := rule.Tiers[0].Limit
+		b = append(b, `","limit":`...)
+		b = strconv.AppendInt(b, l, 10)
+		b = append(b, `,"remain":`...)
+		b = strconv.AppendInt(b, l, 10)
+		b = append(b, `,"reset_in_second":0,"fail_open":true}}`...)
+		w.Header()["X-Ratedb-Fail-Open"] = []string{"true"}
+		writeBytes(w, code, b)
+		return
+	}
+	res := d.Results[0].Result
+	b = append(b, `","limit":`...)
+	b = strconv.AppendInt(b, res.Limit, 10)
+	b = append(b, `,"remain":`...)
+	b = strconv.AppendInt(b, res.Remaining, 10)
+	b = append(b, `,"reset_in_second":`...)
+	b = strconv.AppendInt(b, ceilSeconds(res.ResetAt.Sub(now)), 10)
+	if res.Tiers != nil {
+		b = append(b, `,"tiers":[`...)
+		for i, t := range res.Tiers {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"limit":`...)
+			b = strconv.AppendInt(b, t.Limit, 10)
+			b = append(b, `,"remain":`...)
+			b = strconv.AppendInt(b, t.Remaining, 10)
+			b = append(b, `,"reset_in_second":`...)
+			b = strconv.AppendInt(b, ceilSeconds(t.ResetAt.Sub(now)), 10)
+			b = append(b, `,"window":"`...)
+			b = append(b, t.Scale.String()...)
+			b = append(b, `"}`...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, "}}"...)
+	if !d.Allowed {
+		w.Header()["Retry-After"] = []string{strconv.FormatInt(max(1, ceilSeconds(res.RetryAfter)), 10)}
+	}
+	writeBytes(w, code, b)
+}
+
+// ceilSeconds is d in whole seconds, rounded up, never negative.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// readBody reads at most limit bytes of the body; over that it answers 413.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	if r.ContentLength > limit {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", limit), nil)
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", limit), nil)
+		} else {
+			writeError(w, http.StatusBadRequest, "could not read the body", nil)
+		}
+		return nil, false
+	}
+	return body, true
+}

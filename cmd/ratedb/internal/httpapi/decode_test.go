@@ -1,0 +1,85 @@
+package httpapi_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/httpapi"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDecodeCheck(t *testing.T) {
+	long := strings.Repeat("x", httpapi.MaxIDLen+1)
+	cases := map[string]struct {
+		body string
+		cost int64
+		ok   bool
+	}{
+		"minimal":       {`{"client_id":"u","route":"/r"}`, 1, true},
+		"cost":          {`{"client_id":"u","route":"/r","cost":5}`, 5, true},
+		"malformed":     {`{"client_id":"u",`, 0, false},
+		"empty":         {``, 0, false},
+		"not an object": {`[1]`, 0, false},
+		"unknown field": {`{"client_id":"u","route":"/r","extra":1}`, 0, false},
+		"no client":     {`{"route":"/r"}`, 0, false},
+		"empty route":   {`{"client_id":"u","route":""}`, 0, false},
+		"zero cost":     {`{"client_id":"u","route":"/r","cost":0}`, 0, false},
+		"negative cost": {`{"client_id":"u","route":"/r","cost":-1}`, 0, false},
+		"float cost":    {`{"client_id":"u","route":"/r","cost":1.5}`, 0, false},
+		"huge cost":     {`{"client_id":"u","route":"/r","cost":1000001}`, 0, false},
+		"long client":   {`{"client_id":"` + long + `","route":"/r"}`, 0, false},
+		"trailing data": {`{"client_id":"u","route":"/r"} {}`, 0, false},
+		"string cost":   {`{"client_id":"u","route":"/r","cost":"1"}`, 0, false},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			client, route, cost, err := httpapi.DecodeCheck([]byte(c.body))
+			if !c.ok {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, "u", client)
+			assert.Equal(t, "/r", route)
+			assert.Equal(t, c.cost, cost)
+		})
+	}
+}
+
+func FuzzDecodeCheck(f *testing.F) {
+	f.Add([]byte(`{"client_id":"user123","route":"/api/v1/order","cost":1}`))
+	f.Add([]byte(`{"client_id":"u","route":"/r"}`))
+	f.Add([]byte(`{"cost":-9}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		client, route, cost, err := httpapi.DecodeCheck(body)
+		if err != nil {
+			return
+		}
+		if client == "" || route == "" || len(client) > httpapi.MaxIDLen || len(route) > httpapi.MaxIDLen {
+			t.Fatalf("accepted ids of %d and %d bytes", len(client), len(route))
+		}
+		if cost < 1 || cost > httpapi.MaxCost {
+			t.Fatalf("accepted cost %d", cost)
+		}
+	})
+}
+
+func FuzzDecodeRule(f *testing.F) {
+	f.Add("premium", []byte(`{"client_id":"premium-*","route":"*","algorithm":"fixed","limit":5,"window":"60s"}`))
+	f.Add("tiers", []byte(`{"client_id":"*","route":"*","tiers":[{"limit":1,"window":"1m"},{"limit":3,"window":"15m"}]}`))
+	f.Fuzz(func(t *testing.T, name string, body []byte) {
+		r, err := httpapi.DecodeRule(name, body)
+		if err != nil {
+			if !errors.Is(err, rules.ErrInvalidRule) {
+				t.Fatalf("%v does not wrap ErrInvalidRule", err)
+			}
+			return
+		}
+		if r.Name != name || len(r.Tiers) == 0 {
+			t.Fatalf("rule %+v from %q", r, name)
+		}
+	})
+}

@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
+)
+
+// MaxRuleBody is the largest PUT /v1/rules/{name} body, in bytes.
+const MaxRuleBody = 64 << 10
+
+// ruleBody is the flat PUT body: a rule without its name, which comes from
+// the URL.
+type ruleBody struct {
+	ClientID  string           `json:"client_id"`
+	Route     string           `json:"route"`
+	Algorithm string           `json:"algorithm"`
+	Limit     *int64           `json:"limit"`
+	Window    string           `json:"window"`
+	Tiers     []rules.TierSpec `json:"tiers"`
+}
+
+// DecodeRule decodes and validates a PUT body for the rule called name,
+// reporting every problem at once (errors wrap rules.ErrInvalidRule).
+func DecodeRule(name string, body []byte) (*rules.Rule, error) {
+	var rb ruleBody
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rb); err != nil {
+		return nil, &rules.ValidationError{Problems: []string{describeJSONError(err)}}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, &rules.ValidationError{Problems: []string{"data after the JSON object"}}
+	}
+	return rules.Build(name, rules.Spec{
+		ClientID: rb.ClientID, Route: rb.Route, Algorithm: rb.Algorithm,
+		Limit: rb.Limit, Window: rb.Window, Tiers: rb.Tiers,
+	}, false)
+}
+
+func specOf(r *rules.Rule) rules.Spec { return r.Spec() }
+
+// listRules serves GET /v1/rules.
+func (s *Server) listRules(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		methodNotAllowed(w, http.MethodGet)
+		return
+	}
+	if !s.admin(w, r) {
+		return
+	}
+	set := s.opts.Rules.Current()
+	out := []rules.Spec{}
+	for _, rule := range set.Rules() {
+		out = append(out, specOf(rule))
+	}
+	body := map[string]any{"rules": out, "default": specOf(set.Default())}
+	if s.opts.EnvoyRules != nil {
+		if envoy := s.opts.EnvoyRules(); envoy != nil {
+			body["envoy"] = envoy
+		}
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// matchRule serves GET /v1/rules/match?client_id=..&route=..
+func (s *Server) matchRule(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		methodNotAllowed(w, http.MethodGet)
+		return
+	}
+	if !s.admin(w, r) {
+		return
+	}
+	q := r.URL.Query()
+	client, route := q.Get("client_id"), q.Get("route")
+	var problems []string
+	if client == "" || len(client) > MaxIDLen {
+		problems = append(problems, "client_id must be 1 to 512 bytes")
+	}
+	if route == "" || len(route) > MaxIDLen {
+		problems = append(problems, "route must be 1 to 512 bytes")
+	}
+	if len(problems) > 0 {
+		writeError(w, http.StatusBadRequest, joinProblems(problems), nil)
+		return
+	}
+	rule, reason := s.opts.Rules.Current().Match(client, route)
+	writeJSON(w, http.StatusOK, map[string]any{"rule": specOf(rule), "reason": reason})
+}
+
+// rule serves GET, PUT and DELETE /v1/rules/{name}.
+func (s *Server) rule(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodPut, http.MethodDelete:
+	default:
+		methodNotAllowed(w, "GET, PUT, DELETE")
+		return
+	}
+	if !s.admin(w, r) {
+		return
+	}
+	name := r.PathValue("name")
+	switch r.Method {
+	case http.MethodGet:
+		rule, ok := s.opts.Rules.Current().Get(name)
+		if !ok {
+			writeError(w, http.StatusNotFound, "no such rule", nil)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"rule": specOf(rule)})
+	case http.MethodPut:
+		body, ok := readBody(w, r, MaxRuleBody)
+		if !ok {
+			return
+		}
+		rule, err := DecodeRule(name, body)
+		if err != nil {
+			var ve *rules.ValidationError
+			if errors.As(err, &ve) {
+				writeError(w, http.StatusBadRequest, "invalid rule: "+joinProblems(ve.Problems), map[string]any{"problems": ve.Problems})
+				return
+			}
+			writeError(w, http.StatusBadRequest, "invalid rule", nil)
+			return
+		}
+		created, err := s.opts.Rules.Put(rule)
+		if err != nil {
+			s.opts.Logger.Error("saving rules failed", "err", err)
+			writeError(w, http.StatusInternalServerError, "saving the rules failed", nil)
+			return
+		}
+		s.opts.Logger.Info("rule stored", "rule", name, "created", created)
+		saved, _ := s.opts.Rules.Current().Get(name)
+		code := http.StatusOK
+		if created {
+			code = http.StatusCreated
+		}
+		writeJSON(w, code, map[string]any{"rule": specOf(saved)})
+	case http.MethodDelete:
+		err := s.opts.Rules.Delete(name)
+		switch {
+		case errors.Is(err, rules.ErrNotFound):
+			writeError(w, http.StatusNotFound, "no such rule", nil)
+		case err != nil:
+			s.opts.Logger.Error("saving rules failed", "err", err)
+			writeError(w, http.StatusInternalServerError, "saving the rules failed", nil)
+		default:
+			s.opts.Logger.Info("rule deleted", "rule", name)
+			writeJSON(w, http.StatusOK, map[string]any{"deleted": name})
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/keys"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
+)
+
+// Options wires a Server. Core, Rules, Keys and Logger are required.
+type Options struct {
+	Core  *core.Core
+	Rules *rules.Manager
+	Keys  *keys.Keys
+	// Metrics serves /metrics; nil answers 404.
+	Metrics http.Handler
+	// Ready reports whether the store is usable (/readyz); nil: always.
+	Ready func(ctx context.Context) error
+	// DenyStatus is the HTTP status of a Deny decision: 200 (default) or
+	// 429.
+	DenyStatus int
+	// LogKeys allows client ids and routes in (debug) logs.
+	LogKeys bool
+	Logger  *slog.Logger
+	// EnvoyRules, when not nil, returns the Envoy config's rules, listed
+	// read-only under "envoy" in GET /v1/rules.
+	EnvoyRules func() any
+}
+
+// Server is the HTTP handler of the service. It is safe for concurrent use.
+type Server struct {
+	opts Options
+	mux  *http.ServeMux
+}
+
+// New returns the service's handler.
+func New(opts Options) *Server {
+	if opts.DenyStatus == 0 {
+		opts.DenyStatus = http.StatusOK
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux()}
+	s.mux.HandleFunc("/v1/check", s.check)
+	s.mux.HandleFunc("/v1/rules", s.listRules)
+	s.mux.HandleFunc("/v1/rules/match", s.matchRule)
+	s.mux.HandleFunc("/v1/rules/{name}", s.rule)
+	s.mux.HandleFunc("/healthz", s.healthz)
+	s.mux.HandleFunc("/readyz", s.readyz)
+	if opts.Metrics != nil {
+		s.mux.Handle("/metrics", opts.Metrics)
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not found", nil)
+	})
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// role is the role of the request's X-API-Key.
+func (s *Server) role(r *http.Request) keys.Role {
+	v := r.Header["X-Api-Key"]
+	if len(v) != 1 {
+		return keys.None
+	}
+	return s.opts.Keys.Role(v[0])
+}
+
+// admin reports whether the request carries an admin key, answering 401 or
+// 403 if not.
+func (s *Server) admin(w http.ResponseWriter, r *http.Request) bool {
+	switch s.role(r) {
+	case keys.Admin:
+		return true
+	case keys.Client:
+		writeError(w, http.StatusForbidden, "this API needs an admin key", nil)
+	default:
+		writeError(w, http.StatusUnauthorized, "missing or unknown API key (X-API-Key)", nil)
+	}
+	return false
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		methodNotAllowed(w, "GET, HEAD")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "up"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		methodNotAllowed(w, "GET, HEAD")
+		return
+	}
+	if s.opts.Ready != nil {
+		if err := s.opts.Ready(r.Context()); err != nil {
+			s.opts.Logger.Warn("not ready", "err", err)
+			writeError(w, http.StatusServiceUnavailable, "the store is not usable", nil)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

@@ -1,0 +1,135 @@
+// Package keys holds the service's API keys as SHA-256 digests and tells a
+// presented key's role, comparing in constant time. Keys come only from
+// files or the environment, never from URLs, and are never logged.
+package keys
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Role is what a key may do.
+type Role int
+
+const (
+	// None: the key is missing or unknown (401).
+	None Role = iota
+	// Client keys may call the check API.
+	Client
+	// Admin keys may manage rules and also call the check API.
+	Admin
+)
+
+// ErrNoKeys is returned by Load when a keys file holds no key.
+var ErrNoKeys = errors.New("keys: file holds no key")
+
+// MaxKeyLen is the longest key accepted, in bytes; longer keys are unknown.
+const MaxKeyLen = 256
+
+// Keys is a set of client and admin key digests. It is immutable and safe
+// for concurrent use.
+type Keys struct {
+	client, admin [][sha256.Size]byte
+}
+
+// Source says where keys come from: a file (one key per line; blank lines
+// and lines starting with '#' are ignored; surrounding spaces trimmed) or,
+// when File is "", a comma-separated environment value.
+type Source struct {
+	File string
+	Env  string
+}
+
+// Load reads the client and admin keys. A file that is given must hold at
+// least one key (ErrNoKeys otherwise).
+func Load(client, admin Source) (*Keys, error) {
+	k := &Keys{}
+	var err error
+	if k.client, err = load(client); err != nil {
+		return nil, err
+	}
+	if k.admin, err = load(admin); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+func load(s Source) ([][sha256.Size]byte, error) {
+	var raw []string
+	if s.File != "" {
+		b, err := os.ReadFile(s.File)
+		if err != nil {
+			return nil, fmt.Errorf("keys: %w", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimSpace(line)
+			if line != "" && !strings.HasPrefix(line, "#") {
+				raw = append(raw, line)
+			}
+		}
+		if len(raw) == 0 {
+			return nil, fmt.Errorf("%w: %s", ErrNoKeys, s.File)
+		}
+	} else {
+		for _, k := range strings.Split(s.Env, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				raw = append(raw, k)
+			}
+		}
+	}
+	out := make([][sha256.Size]byte, 0, len(raw))
+	for _, k := range raw {
+		if len(k) > MaxKeyLen {
+			return nil, fmt.Errorf("keys: a key of %d bytes is longer than %d", len(k), MaxKeyLen)
+		}
+		out = append(out, sha256.Sum256([]byte(k)))
+	}
+	return out, nil
+}
+
+// HasClientKeys reports whether any client key is configured.
+func (k *Keys) HasClientKeys() bool { return len(k.client) > 0 }
+
+// AddClient returns a copy of k that also accepts key as a client key.
+func (k *Keys) AddClient(key string) *Keys {
+	c := *k
+	c.client = append(append([][sha256.Size]byte(nil), k.client...), sha256.Sum256([]byte(key)))
+	return &c
+}
+
+// Role returns key's role. It compares key's digest with every configured
+// digest in constant time, without stopping at a match, so its duration
+// says nothing about which key (if any) matched.
+func (k *Keys) Role(key string) Role {
+	if key == "" || len(key) > MaxKeyLen {
+		return None
+	}
+	d := sha256.Sum256([]byte(key))
+	admin, client := 0, 0
+	for i := range k.admin {
+		admin |= subtle.ConstantTimeCompare(d[:], k.admin[i][:])
+	}
+	for i := range k.client {
+		client |= subtle.ConstantTimeCompare(d[:], k.client[i][:])
+	}
+	switch {
+	case admin == 1:
+		return Admin
+	case client == 1:
+		return Client
+	}
+	return None
+}
+
+// Generate returns a new random key: 32 bytes, hex.
+func Generate() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return "dev-" + hex.EncodeToString(b)
+}

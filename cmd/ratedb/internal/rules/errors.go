@@ -1,0 +1,31 @@
+package rules
+
+import (
+	"errors"
+	"strings"
+)
+
+var (
+	// ErrInvalidRule is returned, wrapped in a *ValidationError listing
+	// every problem, for a rule or rule file that does not validate.
+	// Nothing is changed. Match it with errors.Is.
+	ErrInvalidRule = errors.New("rules: invalid rule")
+
+	// ErrNotFound is returned by Get and Delete for a name no rule has.
+	ErrNotFound = errors.New("rules: no such rule")
+)
+
+// ValidationError lists every problem of an invalid rule or rule file. It
+// wraps ErrInvalidRule.
+type ValidationError struct {
+	// Problems are human-readable, one per problem, in field order.
+	Problems []string
+}
+
+// Error joins the problems.
+func (e *ValidationError) Error() string {
+	return "rules: invalid rule: " + strings.Join(e.Problems, "; ")
+}
+
+// Unwrap returns ErrInvalidRule.
+func (e *ValidationError) Unwrap() error { return ErrInvalidRule }

@@ -1,0 +1,217 @@
+package rules_test
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func i64(v int64) *int64 { return &v }
+
+func mustBuild(t *testing.T, name, client, route string, limit int64, window string) *rules.Rule {
+	t.Helper()
+	r, err := rules.Build(name, rules.Spec{ClientID: client, Route: route, Limit: i64(limit), Window: window}, false)
+	require.NoError(t, err)
+	return r
+}
+
+func defaultRule(t *testing.T) *rules.Rule {
+	t.Helper()
+	r, err := rules.Build(rules.DefaultName, rules.Spec{ClientID: "*", Route: "*", Limit: i64(100), Window: "60s"}, true)
+	require.NoError(t, err)
+	return r
+}
+
+func TestBuildReportsEveryProblem(t *testing.T) {
+	_, err := rules.Build("bad name!", rules.Spec{
+		Algorithm: "sliding",
+		Tiers: []rules.TierSpec{
+			{Limit: i64(-1), Window: "1m"},
+			{Window: "soon"},
+			{Limit: i64(3), Window: "1m"},
+			{Limit: i64(3), Window: "1us"},
+		},
+	}, false)
+	require.ErrorIs(t, err, rules.ErrInvalidRule)
+	var ve *rules.ValidationError
+	require.True(t, errors.As(err, &ve))
+	assert.Len(t, ve.Problems, 9, "%q", ve.Problems)
+	for _, want := range []string{"name", "client_id is empty", "route is empty", "algorithm", "tiers[0].limit", "tiers[1].limit is missing", "tiers[1].window", "tiers[2].window repeats", "tiers[3].window"} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
+func TestBuild(t *testing.T) {
+	cases := map[string]struct {
+		name string
+		spec rules.Spec
+		ok   bool
+	}{
+		"window":           {"a", rules.Spec{ClientID: "*", Route: "*", Limit: i64(5), Window: "60s"}, true},
+		"zero limit":       {"a", rules.Spec{ClientID: "*", Route: "*", Limit: i64(0), Window: "1s"}, true},
+		"tiers":            {"a", rules.Spec{ClientID: "*", Route: "*", Algorithm: "staggered", Tiers: []rules.TierSpec{{Limit: i64(1), Window: "1m"}, {Limit: i64(3), Window: "15m"}}}, true},
+		"both":             {"a", rules.Spec{ClientID: "*", Route: "*", Limit: i64(5), Window: "1s", Tiers: []rules.TierSpec{{Limit: i64(1), Window: "1m"}}}, false},
+		"no window":        {"a", rules.Spec{ClientID: "*", Route: "*", Limit: i64(5)}, false},
+		"reserved":         {"default", rules.Spec{ClientID: "*", Route: "*", Limit: i64(5), Window: "1s"}, false},
+		"long pattern":     {"a", rules.Spec{ClientID: string(make([]byte, rules.MaxPatternLen+1)), Route: "*", Limit: i64(5), Window: "1s"}, false},
+		"huge window":      {"a", rules.Spec{ClientID: "*", Route: "*", Limit: i64(5), Window: "9000h"}, false},
+		"fractional ms":    {"a", rules.Spec{ClientID: "*", Route: "*", Limit: i64(5), Window: "1.5ms"}, false},
+		"too many tiers":   {"a", rules.Spec{ClientID: "*", Route: "*", Tiers: make([]rules.TierSpec, 17)}, false},
+		"huge limit":       {"a", rules.Spec{ClientID: "*", Route: "*", Limit: i64(1 << 41), Window: "1s"}, false},
+		"per_key":          {"a:b.c-d_e", rules.Spec{ClientID: "x", Route: "y", Algorithm: "per_key", Limit: i64(5), Window: "1h"}, true},
+		"unknown algoritm": {"a", rules.Spec{ClientID: "x", Route: "y", Algorithm: "FIXED", Limit: i64(5), Window: "1h"}, false},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, err := rules.Build(c.name, c.spec, false)
+			if !c.ok {
+				assert.ErrorIs(t, err, rules.ErrInvalidRule)
+				return
+			}
+			require.NoError(t, err)
+			// The spec round-trips.
+			again, err := rules.Build(c.name, r.Spec(), false)
+			require.NoError(t, err)
+			assert.Equal(t, r.Spec(), again.Spec())
+		})
+	}
+}
+
+// TestMatchPrecedence is the README's matching table.
+func TestMatchPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	m, err := rules.NewManager(rules.FileStorage{Path: filepath.Join(dir, "r.json")}, defaultRule(t))
+	require.NoError(t, err)
+	_, err = m.Import([]*rules.Rule{
+		mustBuild(t, "exact", "user123", "/api/v1/order", 1, "1m"),
+		mustBuild(t, "premium", "premium-*", "*", 2, "1m"),
+		mustBuild(t, "premium-bulk", "premium-*", "/api/v1/bulk/*", 3, "1m"),
+		mustBuild(t, "bulk", "*", "/api/v1/bulk/*", 4, "1m"),
+		mustBuild(t, "user-any", "user123", "*", 5, "1m"),
+		mustBuild(t, "tie-b", "t*", "*", 6, "1m"),
+		mustBuild(t, "tie-a", "*t", "*", 7, "1m"),
+	})
+	require.NoError(t, err)
+	cases := []struct{ client, route, want string }{
+		{"user123", "/api/v1/order", "exact"},
+		{"user123", "/api/v1/bulk/x", "user-any"},       // 7 literals in client_id beat bulk's 0
+		{"premium-9", "/api/v1/bulk/x", "premium-bulk"}, // same client_id literals, more in route
+		{"premium-9", "/api/v1/order", "premium"},
+		{"basic-1", "/api/v1/bulk/x", "bulk"},
+		{"tt", "/x", "tie-a"}, // same literals everywhere: by name
+		{"basic-1", "/api/v1/order", "default"},
+	}
+	for _, c := range cases {
+		r, reason := m.Current().Match(c.client, c.route)
+		assert.Equal(t, c.want, r.Name, "%s %s", c.client, c.route)
+		assert.NotEmpty(t, reason)
+	}
+}
+
+func TestManagerPersistsAndGenerations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	m, err := rules.NewManager(rules.FileStorage{Path: path}, defaultRule(t))
+	require.NoError(t, err)
+	created, err := m.Put(mustBuild(t, "a", "x", "*", 5, "1m"))
+	require.NoError(t, err)
+	assert.True(t, created)
+	k0 := mustGet(t, m, "a").Key("c", "r")
+	created, err = m.Put(mustBuild(t, "a", "x", "*", 9, "1m"))
+	require.NoError(t, err)
+	assert.False(t, created)
+	assert.Equal(t, k0, mustGet(t, m, "a").Key("c", "r"), "a limit-only change keeps the counted key")
+	_, err = m.Put(mustBuild(t, "a", "x", "*", 9, "2m"))
+	require.NoError(t, err)
+	assert.NotEqual(t, k0, mustGet(t, m, "a").Key("c", "r"), "a window change starts new windows")
+	_, err = m.Put(mustBuild(t, "b", "y", "*", 1, "1s"))
+	require.NoError(t, err)
+	require.NoError(t, m.Delete("b"))
+	assert.ErrorIs(t, m.Delete("b"), rules.ErrNotFound)
+
+	// A new manager on the same file sees the same rules.
+	m2, err := rules.NewManager(rules.FileStorage{Path: path}, defaultRule(t))
+	require.NoError(t, err)
+	got := mustGet(t, m2, "a")
+	assert.Equal(t, int64(9), got.Tiers[0].Limit)
+	assert.Equal(t, 2*time.Minute, got.Tiers[0].Scale)
+	assert.Equal(t, int64(1), got.Generation)
+	_, ok := m2.Current().Get("b")
+	assert.False(t, ok)
+	assert.Len(t, m2.Current().Rules(), 1)
+}
+
+func mustGet(t *testing.T, m *rules.Manager, name string) *rules.Rule {
+	t.Helper()
+	r, ok := m.Current().Get(name)
+	require.True(t, ok, name)
+	return r
+}
+
+func TestKeysAreDistinct(t *testing.T) {
+	r := mustBuild(t, "a", "*", "*", 1, "1m")
+	assert.NotEqual(t, r.Key("a|1", "x"), r.Key("a", "1|x"))
+	assert.NotEqual(t, r.Key("ab", "c"), r.Key("a", "bc"))
+}
+
+func TestParseFile(t *testing.T) {
+	rs, err := rules.ParseFile([]byte(`
+rules:
+  - name: bulk
+    client_id: "*"
+    route: "api:bulk:*"
+    limit: 1000
+    window: 1m
+  - name: tiered
+    client_id: "premium-*"
+    route: "*"
+    tiers:
+      - {limit: 1, window: 1m}
+      - {limit: 10, window: 1h}
+`))
+	require.NoError(t, err)
+	require.Len(t, rs, 2)
+	assert.Equal(t, ratedb.FixedWindow, rs[0].Algorithm)
+	assert.True(t, rs[1].Layered)
+
+	js, err := rules.ParseFile([]byte(`{"rules":[{"name":"j","client_id":"*","route":"/x","limit":3,"window":"10s"}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, 10*time.Second, js[0].Tiers[0].Scale)
+
+	_, err = rules.ParseFile([]byte(`
+rules:
+  - {name: a, client_id: "*", route: "*", limit: 1}
+  - {name: a, client_id: "*", route: "*", limit: 1, window: 1s}
+  - {name: a, client_id: "*", route: "*", limit: 1, window: 1s}
+  - {name: c, client_id: "*", route: "*", limit: 1, window: 1s, colour: red}
+`))
+	require.ErrorIs(t, err, rules.ErrInvalidRule)
+	assert.Contains(t, err.Error(), "colour")
+}
+
+func FuzzBuild(f *testing.F) {
+	f.Add("a", []byte(`{"client_id":"premium-*","route":"*","algorithm":"fixed","limit":5,"window":"60s"}`))
+	f.Add("t", []byte(`{"client_id":"*","route":"*","tiers":[{"limit":1,"window":"1m"},{"limit":3,"window":"15m"}]}`))
+	f.Fuzz(func(t *testing.T, name string, body []byte) {
+		var s rules.Spec
+		if json.Unmarshal(body, &s) != nil {
+			return
+		}
+		r, err := rules.Build(name, s, false)
+		if err != nil {
+			if !errors.Is(err, rules.ErrInvalidRule) {
+				t.Fatalf("error %v does not wrap ErrInvalidRule", err)
+			}
+			return
+		}
+		if _, err := rules.Build(name, r.Spec(), false); err != nil {
+			t.Fatalf("a valid rule's spec does not rebuild: %v", err)
+		}
+	})
+}

@@ -1,0 +1,99 @@
+// Package serve runs `ratedb serve`: it opens the store, loads keys and
+// rules, wires the decision core, metrics and the HTTP adapter, and shuts
+// down gracefully on SIGTERM or SIGINT.
+package serve
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Config is what `ratedb serve` is told by its flags (see main.go for each
+// flag's documentation and default).
+type Config struct {
+	HTTP          string
+	DB            string
+	Redis         string
+	APIKeysFile   string
+	AdminKeysFile string
+	// APIKeysEnv and AdminKeysEnv are the values of RATEDB_API_KEYS and
+	// RATEDB_ADMIN_KEYS, used when the matching file is not given.
+	APIKeysEnv, AdminKeysEnv string
+	DefaultLimit             int64
+	DefaultWindow            time.Duration
+	DefaultAlgorithm         string
+	Rules                    string
+	DenyStatus               int
+	FailOpen                 bool
+	LogFormat                string
+	LogLevel                 string
+	LogKeys                  bool
+	// SnapshotPeriod is the embedded DB's snapshot period (what a crash can
+	// lose).
+	SnapshotPeriod time.Duration
+	// ShutdownTimeout bounds how long in-flight requests may take after
+	// the first signal.
+	ShutdownTimeout time.Duration
+	// Envoy configures the Envoy rate limit service (gRPC); zero: off.
+	Envoy EnvoyConfig
+}
+
+// validate reports every problem of c at once.
+func (c *Config) validate() error {
+	var p []string
+	if c.DenyStatus != http.StatusOK && c.DenyStatus != http.StatusTooManyRequests {
+		p = append(p, fmt.Sprintf("--deny-status %d: use 200 or 429", c.DenyStatus))
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		p = append(p, fmt.Sprintf("--log-format %q: use text or json", c.LogFormat))
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		p = append(p, err.Error())
+	}
+	if c.DB == "" && c.Redis == "" {
+		p = append(p, "--db is empty")
+	}
+	if c.FailOpen && c.Redis == "" {
+		p = append(p, "--fail-open applies only with --redis (the embedded file never becomes unavailable)")
+	}
+	if c.SnapshotPeriod <= 0 {
+		p = append(p, "--snapshot-period must be positive")
+	}
+	p = c.Envoy.validate(p)
+	if len(p) > 0 {
+		return fmt.Errorf("invalid flags: %s", joinSemi(p))
+	}
+	return nil
+}
+
+func joinSemi(p []string) string {
+	s := ""
+	for i, x := range p {
+		if i > 0 {
+			s += "; "
+		}
+		s += x
+	}
+	return s
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: use debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// newLogger returns the service's logger writing to w.
+func newLogger(c *Config, w io.Writer) *slog.Logger {
+	lvl, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,146 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/envoyconf"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/grpcapi"
+)
+
+// EnvoyConfig is what the Envoy rate limit service is told by its flags
+// (see main.go): --grpc, --envoy-config, --envoy-independent,
+// --envoy-config-poll, --grpc-tls-cert, --grpc-tls-key, --grpc-client-ca.
+type EnvoyConfig struct {
+	GRPC        string
+	Config      string
+	Independent bool
+	Poll        time.Duration
+	TLSCert     string
+	TLSKey      string
+	TLSClientCA string
+	// Reload delivers SIGHUP: each value reloads Config.
+	Reload <-chan struct{}
+}
+
+// validate appends the problems of e to p.
+func (e *EnvoyConfig) validate(p []string) []string {
+	if e.GRPC == "" {
+		if e.Config != "" {
+			p = append(p, "--envoy-config needs --grpc")
+		}
+		if e.TLSCert != "" || e.TLSKey != "" || e.TLSClientCA != "" {
+			p = append(p, "--grpc-tls-* need --grpc")
+		}
+	}
+	if e.Poll < 0 {
+		p = append(p, "--envoy-config-poll must not be negative")
+	}
+	return p
+}
+
+// envoyService is the running gRPC side of `ratedb serve`.
+type envoyService struct {
+	srv    *grpcapi.Server
+	stopFn func(ctx context.Context)
+}
+
+// Rules returns the Envoy rules for GET /v1/rules (nil when not serving).
+func (e *envoyService) Rules() any {
+	if e == nil {
+		return nil
+	}
+	return e.srv.RuleViews()
+}
+
+// startEnvoy starts the gRPC server when --grpc is set; it returns nil
+// otherwise. The config at e.Config (if any) must load, or it fails.
+func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, error) {
+	if e.GRPC == "" {
+		return nil, nil
+	}
+	var cfg *envoyconf.Config
+	if e.Config != "" {
+		var err error
+		if cfg, err = envoyconf.Load(e.Config); err != nil {
+			return nil, fmt.Errorf("--envoy-config: %w", err)
+		}
+		log.Info("envoy config: loaded", "path", e.Config, "files", len(cfg.Files()), "rules", len(cfg.Rules()))
+	}
+	tlsConf, err := grpcapi.TLSConfig(e.TLSCert, e.TLSKey, e.TLSClientCA)
+	if err != nil {
+		return nil, err
+	}
+	srv := grpcapi.New(cr, cfg, &grpcapi.Options{Independent: e.Independent, Logger: log})
+	g, health := grpcapi.NewGRPCServer(srv, tlsConf)
+	ln, err := net.Listen("tcp", e.GRPC)
+	if err != nil {
+		return nil, fmt.Errorf("--grpc: %w", err)
+	}
+	log.Info("listening (gRPC, Envoy rate limit service)", "addr", ln.Addr().String(), "tls", tlsConf != nil,
+		"client_certs", tlsConf != nil && tlsConf.ClientCAs != nil, "all_or_nothing", !e.Independent)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() {
+		if err := g.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
+			log.Error("gRPC server stopped", "err", err)
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		if e.Config == "" {
+			<-ctx.Done()
+			return
+		}
+		var poll <-chan time.Time
+		if e.Poll > 0 {
+			t := time.NewTicker(e.Poll)
+			defer t.Stop()
+			poll = t.C
+		}
+		last := envoyconf.Stamp(e.Config)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-e.Reload:
+				log.Info("envoy config: SIGHUP")
+				last = envoyconf.Stamp(e.Config)
+				_ = srv.Reload(e.Config) // logged by Reload
+			case <-poll:
+				if cur := envoyconf.Stamp(e.Config); cur != last {
+					last = cur
+					_ = srv.Reload(e.Config)
+				}
+			}
+		}
+	}()
+	stop := func(sctx context.Context) {
+		health.Shutdown()
+		cancel()
+		stopped := make(chan struct{})
+		go func() { g.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-sctx.Done():
+			g.Stop()
+		}
+		<-done
+		<-done
+	}
+	return &envoyService{srv: srv, stopFn: stop}, nil
+}
+
+// stop stops accepting gRPC calls and waits for those in flight until ctx
+// is done. Safe on nil.
+func (e *envoyService) stop(ctx context.Context) {
+	if e != nil {
+		e.stopFn(ctx)
+	}
+}

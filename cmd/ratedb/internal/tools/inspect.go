@@ -1,0 +1,196 @@
+// Package tools holds the state-file tools: inspect (list the windows of a
+// ratedb file, read-only) and compact (rewrite it to reclaim space).
+package tools
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ratedb/ratedb/internal/record"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// ErrInUse is returned when the file's lock is held by a running ratedb.
+var ErrInUse = errors.New("the file is in use by a running ratedb (its lock is held): stop it first, or inspect a copy")
+
+// lockTimeout is how long the tools wait for the file's lock.
+const lockTimeout = time.Second
+
+// Window is one window record of a state file.
+type Window struct {
+	// Key is the key the limiter counted (for the service: see the
+	// README's "counted keys").
+	Key       string   `json:"key"`
+	Algorithm string   `json:"algorithm"`
+	Layered   bool     `json:"layered,omitempty"`
+	Scales    []string `json:"scales"`
+	Counts    []int64  `json:"counts"`
+	// Ends are the ends of each tier's window (RFC 3339, UTC); "" for a
+	// tier without one.
+	Ends []string `json:"ends"`
+	// Live reports whether any tier's window is still running.
+	Live bool `json:"live"`
+}
+
+// Summary totals a file.
+type Summary struct {
+	Records    int `json:"records"`
+	Listed     int `json:"listed"`
+	Live       int `json:"live"`
+	Expired    int `json:"expired"`
+	Unreadable int `json:"unreadable"`
+}
+
+// Inspect lists the windows of the ratedb file at path whose key starts
+// with prefix, opening it read-only. It returns ErrInUse while a ratedb
+// process holds the file.
+func Inspect(path, prefix string, now time.Time) ([]Window, Summary, error) {
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: lockTimeout})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, Summary{}, fmt.Errorf("%s: %w", path, ErrInUse)
+	}
+	if err != nil {
+		return nil, Summary{}, fmt.Errorf("%s is not a readable ratedb file: %w", path, err)
+	}
+	defer bdb.Close()
+	var out []Window
+	var sum Summary
+	err = bdb.View(func(tx *bolt.Tx) error {
+		mb, wb := tx.Bucket([]byte("meta")), tx.Bucket([]byte("windows"))
+		if mb == nil || wb == nil || string(mb.Get([]byte("format"))) != "ratedb/1" {
+			return fmt.Errorf("%s is not a ratedb file (format ratedb/1)", path)
+		}
+		var cs []record.Counter
+		return wb.ForEach(func(k, v []byte) error {
+			sum.Records++
+			w, key, ok := parseKey(k)
+			if !ok {
+				sum.Unreadable++
+				return nil
+			}
+			var err error
+			cs, err = record.Decode(cs, k, v, len(w.Scales))
+			if err != nil {
+				sum.Unreadable++
+				return nil
+			}
+			if !strings.HasPrefix(key, prefix) {
+				return nil
+			}
+			w.Key = key
+			for _, c := range cs {
+				w.Counts = append(w.Counts, c.Count)
+				end := ""
+				if c.End != 0 {
+					end = time.UnixMilli(c.End).UTC().Format(time.RFC3339Nano)
+				}
+				w.Ends = append(w.Ends, end)
+				if c.End > now.UnixMilli() {
+					w.Live = true
+				}
+			}
+			sum.Listed++
+			if w.Live {
+				sum.Live++
+			} else {
+				sum.Expired++
+			}
+			out = append(out, w)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, Summary{}, err
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, sum, nil
+}
+
+var algNames = map[byte]string{1: "fixed", 2: "per_key", 3: "staggered"}
+
+// parseKey splits a record key into its spec (algorithm, scales) and the
+// counted key, as ratedb's spec.go writes it: the algorithm byte (top bit
+// set for a layered limiter, then the number of tiers), each scale in
+// milliseconds (8 bytes, big endian), then the key.
+func parseKey(k []byte) (Window, string, bool) {
+	var w Window
+	if len(k) < 1 {
+		return w, "", false
+	}
+	alg, n, p := k[0], 1, 1
+	if alg&0x80 != 0 {
+		if len(k) < 2 {
+			return w, "", false
+		}
+		alg &^= 0x80
+		w.Layered = true
+		n, p = int(k[1]), 2
+	}
+	name, ok := algNames[alg]
+	if !ok || n < 1 || n > record.MaxTiers || len(k) < p+8*n+1 {
+		return w, "", false
+	}
+	w.Algorithm = name
+	for i := range n {
+		ms := int64(binary.BigEndian.Uint64(k[p+8*i:]))
+		w.Scales = append(w.Scales, (time.Duration(ms) * time.Millisecond).String())
+	}
+	return w, string(k[p+8*n:]), true
+}
+
+// WriteText writes the windows and the summary as aligned text.
+func WriteText(w io.Writer, ws []Window, s Summary) error {
+	var b bytes.Buffer
+	for _, x := range ws {
+		state := "expired"
+		if x.Live {
+			state = "live"
+		}
+		alg := x.Algorithm
+		if x.Layered {
+			alg += " (layered)"
+		}
+		fmt.Fprintf(&b, "%s\t%s\tscale=%s\tcount=%s\tend=%s\t%s\n", printable(x.Key), alg,
+			strings.Join(x.Scales, ","), joinInts(x.Counts), strings.Join(x.Ends, ","), state)
+	}
+	fmt.Fprintf(&b, "summary: %d records, %d listed (%d live, %d expired), %d unreadable\n",
+		s.Records, s.Listed, s.Live, s.Expired, s.Unreadable)
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// WriteJSON writes {"windows":[...],"summary":{...}}.
+func WriteJSON(w io.Writer, ws []Window, s Summary) error {
+	if ws == nil {
+		ws = []Window{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"windows": ws, "summary": s})
+}
+
+func joinInts(v []int64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.FormatInt(x, 10)
+	}
+	return strings.Join(s, ",")
+}
+
+// printable quotes a key with non-printable bytes.
+func printable(s string) string {
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\t' }) {
+		return strconv.Quote(s)
+	}
+	return s
+}

@@ -1,0 +1,215 @@
+// Command ratedb is a rate-limit service with an HTTP JSON API, API keys,
+// per-client and per-route rules managed at runtime, Prometheus metrics and
+// tools for its state file. Its state lives in an embedded ratedb file, so
+// quotas survive restarts.
+//
+//	ratedb serve [flags]
+//	ratedb inspect [--prefix P] [--json] FILE
+//	ratedb compact FILE
+//	ratedb version
+//
+// main only parses subcommands and flags and wires the packages under
+// internal/.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/serve"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/tools"
+)
+
+const usage = `ratedb: a rate-limit service whose quotas survive restarts
+
+usage:
+  ratedb serve [flags]                       run the service (ratedb serve -h for its flags)
+  ratedb inspect [--prefix P] [--json] FILE  list the windows of a state file, read-only
+  ratedb compact FILE                        rewrite a state file to reclaim space (refuses while in use)
+  ratedb version                             print the version
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = runServe(args[1:], stderr)
+	case "inspect":
+		err = runInspect(args[1:], stdout, stderr)
+	case "compact":
+		err = runCompact(args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, version())
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "ratedb: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	case err != nil:
+		fmt.Fprintf(stderr, "ratedb %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+var errUsage = errors.New("usage")
+
+func runServe(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c serve.Config
+	fs.StringVar(&c.HTTP, "http", "127.0.0.1:8080", "`ADDR` of the JSON API, admin API, /metrics, /healthz and /readyz")
+	fs.StringVar(&c.DB, "db", "./ratedb.db", "embedded state `PATH` (rules are kept beside it in PATH.rules.json)")
+	fs.StringVar(&c.Redis, "redis", "", "keep state in Redis instead: `URL` redis://host:port/db, or a cluster as a comma list of addresses (not available in this build yet)")
+	fs.StringVar(&c.APIKeysFile, "api-keys-file", "", "client API keys `PATH`, one per line; or env RATEDB_API_KEYS (comma-separated). None: a development key is generated and printed once")
+	fs.StringVar(&c.AdminKeysFile, "admin-keys-file", "", "admin API keys `PATH`, same format; or env RATEDB_ADMIN_KEYS. Admin keys manage rules and may also check")
+	fs.Int64Var(&c.DefaultLimit, "default-limit", 100, "limit `N` of the default rule (applies when no rule matches)")
+	fs.DurationVar(&c.DefaultWindow, "default-window", 60*time.Second, "window `DURATION` of the default rule")
+	fs.StringVar(&c.DefaultAlgorithm, "default-algorithm", "fixed", "algorithm of the default rule: fixed|per_key|staggered")
+	fs.StringVar(&c.Rules, "rules", "", "YAML or JSON rules file `PATH` imported at start (replacing stored rules of the same name)")
+	fs.IntVar(&c.DenyStatus, "deny-status", 200, "HTTP status of a Deny decision: 200 (as the reference service) or 429")
+	fs.BoolVar(&c.FailOpen, "fail-open", false, "with --redis: allow when the store is unavailable (default: answer 503)")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&c.LogKeys, "log-keys", false, "allow client ids and routes in debug logs (API keys are never logged)")
+	fs.DurationVar(&c.SnapshotPeriod, "snapshot-period", time.Second, "how often changed windows are written to the state file: what a crash can lose")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish after SIGTERM/SIGINT")
+	fs.StringVar(&c.Envoy.GRPC, "grpc", "", "serve Envoy's rate limit protocol (envoy.service.ratelimit.v3) and grpc.health.v1 on `ADDR`; no API keys apply: use mTLS or a private network")
+	fs.StringVar(&c.Envoy.Config, "envoy-config", "", "envoyproxy/ratelimit YAML config: a file or a directory of *.yaml (`PATH`); reloaded on SIGHUP and when its files change")
+	fs.DurationVar(&c.Envoy.Poll, "envoy-config-poll", 2*time.Second, "how often --envoy-config's files are checked for changes (0: only on SIGHUP)")
+	fs.BoolVar(&c.Envoy.Independent, "envoy-independent", false, "count each descriptor of a request on its own, as envoyproxy/ratelimit does (default: all-or-nothing)")
+	fs.StringVar(&c.Envoy.TLSCert, "grpc-tls-cert", "", "TLS certificate `PATH` (PEM) of the gRPC server")
+	fs.StringVar(&c.Envoy.TLSKey, "grpc-tls-key", "", "TLS private key `PATH` (PEM) of the gRPC server")
+	fs.StringVar(&c.Envoy.TLSClientCA, "grpc-client-ca", "", "CA `PATH` (PEM): require gRPC clients to present a certificate it signed (mTLS)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: ratedb serve [flags]\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ratedb serve: unexpected argument %q\n", fs.Arg(0))
+		return errUsage
+	}
+	c.APIKeysEnv = os.Getenv("RATEDB_API_KEYS")
+	c.AdminKeysEnv = os.Getenv("RATEDB_ADMIN_KEYS")
+
+	// The first SIGTERM/SIGINT stops the service gracefully; a second one
+	// exits at once.
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	stop := make(chan struct{})
+	go func() {
+		<-sig
+		close(stop)
+		<-sig
+		fmt.Fprintln(stderr, "ratedb serve: second signal: exiting at once")
+		os.Exit(1)
+	}()
+	if c.Envoy.Config != "" {
+		// SIGHUP reloads the Envoy config (without --envoy-config it keeps
+		// its default: terminate).
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		reload := make(chan struct{}, 1)
+		go func() {
+			for range hup {
+				select {
+				case reload <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		c.Envoy.Reload = reload
+	}
+	return serve.Run(c, stderr, stop)
+}
+
+func runInspect(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	prefix := fs.String("prefix", "", "list only windows whose key starts with `P`")
+	asJSON := fs.Bool("json", false, "write JSON instead of text")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: ratedb inspect [--prefix P] [--json] FILE\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	ws, sum, err := tools.Inspect(fs.Arg(0), *prefix, time.Now())
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return tools.WriteJSON(stdout, ws, sum)
+	}
+	return tools.WriteText(stdout, ws, sum)
+}
+
+func runCompact(args []string, stdout, stderr io.Writer) error {
+	if len(args) != 1 || args[0] == "" || args[0][0] == '-' {
+		fmt.Fprintln(stderr, "usage: ratedb compact FILE")
+		return errUsage
+	}
+	res, err := tools.Compact(args[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "compacted %s: removed %d expired windows, %d -> %d bytes\n", args[0], res.Cleaned, res.Before, res.After)
+	return nil
+}
+
+// version is the module version and VCS revision the binary was built from.
+func version() string {
+	v, rev, dirty := "(devel)", "", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					dirty = "+dirty"
+				}
+			}
+		}
+		return fmt.Sprintf("ratedb %s %s%s %s", v, rev, dirty, bi.GoVersion)
+	}
+	return "ratedb " + v
+}
