@@ -31,3 +31,12 @@ go test -race -shuffle=on -timeout 10m ./cmd/ratedb/...
 go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./cmd/ratedb/internal/envoyconf
 go test -run '^$' -fuzz '^FuzzCheck$' -fuzztime 10s ./cmd/ratedb/internal/grpcapi
 # --- end envoy ---
+# --- redisstore (issue 10): real redis-server, standalone and Cluster ---
+echo "== redisstore (real redis-server)"
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server
+fi
+(cd redisstore && go vet ./...)
+RATEDB_REQUIRE_REDIS=1 go test -race -shuffle=on -timeout 10m ./redisstore/...
+# --- end redisstore ---
