@@ -677,7 +677,7 @@ func TestLocked(t *testing.T) {
 
 func TestStatsErrorsMatch(t *testing.T) {
 	// Sentinels are distinct and matchable.
-	errs := []error{ratedb.ErrClosed, ratedb.ErrInvalidArgument, ratedb.ErrLocked, ratedb.ErrCorrupt}
+	errs := []error{ratedb.ErrClosed, ratedb.ErrInvalidArgument, ratedb.ErrLocked, ratedb.ErrCorrupt, ratedb.ErrNotRegularFile, ratedb.ErrUnavailable}
 	for i, a := range errs {
 		for j, b := range errs {
 			assert.Equal(t, i == j, errors.Is(a, b))

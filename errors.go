@@ -27,6 +27,13 @@ var (
 	// skipped and counted in Stats.CorruptSkipped.
 	ErrCorrupt = errors.New("ratedb: database file is corrupt")
 
+	// ErrNotRegularFile is returned, wrapped with what the path is, by Open
+	// for a path that exists but is not a regular file: a directory, a named
+	// pipe (FIFO), a device, a socket, or a symbolic link that resolves to one
+	// of those. Open returns it at once, whatever Options.OnCorrupt says, and
+	// renames, creates and writes nothing.
+	ErrNotRegularFile = errors.New("ratedb: path is not a regular file")
+
 	// ErrUnavailable is returned by a network-backed limiter (such as
 	// redisstore) when its store cannot be reached or does not answer within
 	// its timeout. No decision was made: whether to allow or deny the request

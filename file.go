@@ -35,9 +35,17 @@ var (
 
 // openFile opens (or creates) db.path and loads its metadata.
 func (db *DB) openFile() error {
+	if err := checkRegular(db.path, os.Stat); err != nil {
+		return err
+	}
 	err := db.openPath()
 	if err == nil || !errors.Is(err, ErrCorrupt) || db.opts.OnCorrupt != CorruptMoveAside {
 		return err
+	}
+	// Only a regular file ratedb judged corrupt is moved, never a symbolic
+	// link (the rename would move the link, not the file it judged).
+	if lerr := checkRegular(db.path, os.Lstat); lerr != nil {
+		return errors.Join(err, fmt.Errorf("ratedb: not moving it aside: %w", lerr))
 	}
 	aside := db.path + ".corrupt-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
 	if rerr := os.Rename(db.path, aside); rerr != nil {
@@ -46,6 +54,67 @@ func (db *DB) openFile() error {
 	db.log.Error("ratedb: database file failed validation; moved it aside and started empty: its counts are lost",
 		"path", db.path, "moved_to", aside, "err", err)
 	return db.openPath()
+}
+
+// checkRegular returns an error wrapping ErrNotRegularFile if path exists
+// and stat (os.Stat, which follows symbolic links, or os.Lstat) says it is not
+// a regular file. It opens nothing, so a named pipe cannot block it.
+func checkRegular(path string, stat func(string) (fs.FileInfo, error)) error {
+	fi, err := stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("ratedb: %w", err)
+	}
+	return regularFile(path, fi)
+}
+
+// regularFile returns an error wrapping ErrNotRegularFile, naming what path
+// is, unless fi describes a regular file.
+func regularFile(path string, fi fs.FileInfo) error {
+	m := fi.Mode()
+	if m.IsRegular() {
+		return nil
+	}
+	kind := "not a regular file"
+	switch {
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		kind = "a character device"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeSymlink != 0:
+		kind = "a symbolic link"
+	}
+	return fmt.Errorf("%w: %s is %s", ErrNotRegularFile, path, kind)
+}
+
+// openRegular opens path read-only, without blocking where the platform
+// allows (opening a named pipe blocks until a writer appears), and returns an
+// error wrapping ErrNotRegularFile if it is not a regular file: the path may
+// have changed since Open checked it.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|oNonBlock, 0)
+	if err != nil {
+		return nil, fmt.Errorf("ratedb: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = regularFile(path, fi)
+	} else {
+		err = fmt.Errorf("ratedb: %w", err)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 func (db *DB) openPath() error {
@@ -285,9 +354,9 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 // the other meta page failed its checks: bbolt then opens at the commit of
 // the one that passed.
 func validateFile(path string) (m bmeta, metaDamaged bool, err error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
-		return bmeta{}, false, fmt.Errorf("ratedb: %w", err)
+		return bmeta{}, false, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()

@@ -32,10 +32,11 @@ type Options struct {
 
 	// MaxHotKeys is how many windows the in-memory cache holds, in windows.
 	// Colder windows are written to the file and reloaded on their next hit
-	// (in memory-only mode they stay in a plain map). Default 1<<20. Open
-	// allocates about 65 bytes per hot key up front (the cache's frequency
-	// sketch and a lookup table: 67 MB at the default), and each window in
-	// memory costs about 340 bytes, half of it the cache's.
+	// (in memory-only mode they stay in a plain map). Default 1<<20; at most
+	// MaxHotKeysLimit (1<<26), larger is invalid. Open allocates about 65
+	// bytes per hot key up front (the cache's frequency sketch and a lookup
+	// table: 67 MB at the default), and each window in memory costs about
+	// 340 bytes, half of it the cache's.
 	MaxHotKeys int64
 
 	// Clock is the time source, called once per operation. Default: the
@@ -86,6 +87,30 @@ const (
 	CorruptMoveAside
 )
 
+// MaxHotKeysLimit is the largest Options.MaxHotKeys: 1<<26 (67,108,864)
+// windows, for which Open allocates about 3.3 GB up front.
+const MaxHotKeysLimit = 1 << 26
+
+// upfrontBytes estimates what Open allocates for a cache of maxHot windows:
+// the cache's frequency sketch and doorkeeper (about 48 bytes per window,
+// measured at the default) and the fast table (8 bytes a slot). It is a
+// float64 so that no value of maxHot overflows it.
+func upfrontBytes(maxHot int64) float64 {
+	slots := float64(fastTableSize(min(maxHot, MaxHotKeysLimit)))
+	return 48*float64(maxHot) + 8*slots
+}
+
+// formatBytes formats n bytes in decimal units.
+func formatBytes(n float64) string {
+	units := []string{"B", "kB", "MB", "GB", "TB", "PB", "EB"}
+	i := 0
+	for n >= 1000 && i < len(units)-1 {
+		n /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.3g %s", n, units[i])
+}
+
 // Defaults.
 const (
 	DefaultCleanPeriod    = time.Minute
@@ -133,6 +158,10 @@ func (o *Options) validate() error {
 	}
 	if o.MaxHotKeys < 0 {
 		bad("Options.MaxHotKeys %d is negative", o.MaxHotKeys)
+	}
+	if o.MaxHotKeys > MaxHotKeysLimit {
+		bad("Options.MaxHotKeys %d is over its maximum %d: it would allocate about %s up front",
+			o.MaxHotKeys, MaxHotKeysLimit, formatBytes(upfrontBytes(o.MaxHotKeys)))
 	}
 	if o.OpenTimeout < 0 {
 		bad("Options.OpenTimeout %v is negative", o.OpenTimeout)
