@@ -75,9 +75,11 @@
 // do not remove it. ratedb is for one process on one machine: it does not
 // share counts between processes. Memory is bounded by MaxHotKeys plus the
 // changed windows not yet written: when new windows arrive faster than
-// snapshots write them, memory grows until the snapshots catch up. Keys are at most MaxKeyLen bytes. Expired
-// windows leave memory and the file at the first janitor pass after their
-// end plus Options.KeyOlderThan; the file does not shrink when they do (bbolt
-// reuses its free pages). Raw keys may be personal data: ratedb never puts
+// snapshots write them, memory grows until the snapshots catch up. Keys are
+// at most MaxKeyLen bytes. Expired windows leave memory and the file at the
+// first janitor pass at or after their end plus Options.KeyOlderThan (a
+// window a snapshot is writing, or whose end was capped by the clock model
+// and not yet written, at the first pass after that snapshot); the file does
+// not shrink when they do (bbolt reuses its free pages). Raw keys may be personal data: ratedb never puts
 // them in errors or logs, but they are stored as-is in the file.
 package ratedb

@@ -19,11 +19,11 @@ type Options struct {
 	// KeyOlderThan is how long past its end an expired window is kept before
 	// the janitor removes it. Default 0: an expired window carries no
 	// information (the next hit opens a fresh one either way), so it is
-	// removed by the first janitor pass after it ends. A positive value keeps
-	// expired windows around, for example to inspect them: a window ending
-	// at E is removed, from memory and file, by the first pass at or after
-	// E+KeyOlderThan. It must be a whole number of milliseconds; negative is
-	// invalid.
+	// removed by the first janitor pass at or after its end. A positive
+	// value keeps expired windows around, for example to inspect them: a
+	// window ending at E is removed, from memory and file, by the first pass
+	// at or after E+KeyOlderThan. It must be a whole number of milliseconds;
+	// negative is invalid.
 	KeyOlderThan time.Duration
 
 	// SnapshotPeriod is how often windows changed since the last snapshot are
