@@ -19,7 +19,7 @@ import (
 )
 
 // The file is a bbolt database with three buckets: meta (format marker,
-// window count, newest time seen), windows (one record per window, see
+// window count, and an unused "hwm" that earlier versions read), windows (one record per window, see
 // internal/record) and index (expiry index: end time || window key).
 var (
 	bucketMeta    = []byte("meta")
@@ -35,9 +35,17 @@ var (
 
 // openFile opens (or creates) db.path and loads its metadata.
 func (db *DB) openFile() error {
+	if err := checkRegular(db.path, os.Stat); err != nil {
+		return err
+	}
 	err := db.openPath()
 	if err == nil || !errors.Is(err, ErrCorrupt) || db.opts.OnCorrupt != CorruptMoveAside {
 		return err
+	}
+	// Only a regular file ratedb judged corrupt is moved, never a symbolic
+	// link (the rename would move the link, not the file it judged).
+	if lerr := checkRegular(db.path, os.Lstat); lerr != nil {
+		return errors.Join(err, fmt.Errorf("ratedb: not moving it aside: %w", lerr))
 	}
 	aside := db.path + ".corrupt-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
 	if rerr := os.Rename(db.path, aside); rerr != nil {
@@ -48,9 +56,70 @@ func (db *DB) openFile() error {
 	return db.openPath()
 }
 
+// checkRegular returns an error wrapping ErrNotRegularFile if path exists
+// and stat (os.Stat, which follows symbolic links, or os.Lstat) says it is not
+// a regular file. It opens nothing, so a named pipe cannot block it.
+func checkRegular(path string, stat func(string) (fs.FileInfo, error)) error {
+	fi, err := stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("ratedb: %w", err)
+	}
+	return regularFile(path, fi)
+}
+
+// regularFile returns an error wrapping ErrNotRegularFile, naming what path
+// is, unless fi describes a regular file.
+func regularFile(path string, fi fs.FileInfo) error {
+	m := fi.Mode()
+	if m.IsRegular() {
+		return nil
+	}
+	kind := "not a regular file"
+	switch {
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		kind = "a character device"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeSymlink != 0:
+		kind = "a symbolic link"
+	}
+	return fmt.Errorf("%w: %s is %s", ErrNotRegularFile, path, kind)
+}
+
+// openRegular opens path read-only, without blocking where the platform
+// allows (opening a named pipe blocks until a writer appears), and returns an
+// error wrapping ErrNotRegularFile if it is not a regular file: the path may
+// have changed since Open checked it.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|oNonBlock, 0)
+	if err != nil {
+		return nil, fmt.Errorf("ratedb: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = regularFile(path, fi)
+	} else {
+		err = fmt.Errorf("ratedb: %w", err)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 func (db *DB) openPath() error {
 	if _, err := os.Stat(db.path); errors.Is(err, fs.ErrNotExist) {
-		if err := createFile(db.path, db.hwm.Load()); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := createFile(db.path); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 	} else if err != nil {
@@ -80,7 +149,7 @@ func (db *DB) openPath() error {
 		return err
 	}
 	db.bolt = bdb
-	var windows, hwm int64
+	var windows int64
 	err = db.view(func(tx *bolt.Tx) error {
 		mb := tx.Bucket(bucketMeta)
 		if mb == nil || tx.Bucket(bucketWindows) == nil || tx.Bucket(bucketIndex) == nil {
@@ -89,10 +158,11 @@ func (db *DB) openPath() error {
 		if f := mb.Get(keyFormat); string(f) != string(formatMarker) {
 			return fmt.Errorf("%w: not a ratedb database or an unknown format version", ErrCorrupt)
 		}
-		var ok1, ok2 bool
-		windows, ok1 = record.DecodeInt64(mb.Get(keyWindows))
-		hwm, ok2 = record.DecodeInt64(mb.Get(keyHWM))
-		if !ok1 || !ok2 || windows < 0 {
+		// keyHWM, the newest time an earlier version had seen, is ignored:
+		// the clock keeps no persisted newest time.
+		var ok bool
+		windows, ok = record.DecodeInt64(mb.Get(keyWindows))
+		if !ok || windows < 0 {
 			return fmt.Errorf("%w: bad metadata", ErrCorrupt)
 		}
 		return nil
@@ -103,9 +173,6 @@ func (db *DB) openPath() error {
 		return err
 	}
 	db.stats.diskWindows.Store(windows)
-	if hwm > db.hwm.Load() {
-		db.hwm.Store(min(hwm, maxTime))
-	}
 	return nil
 }
 
@@ -113,7 +180,7 @@ func (db *DB) openPath() error {
 // under a temporary name and linked into place, so a crash never leaves a
 // half-initialised file behind. It returns an error wrapping fs.ErrExist if
 // path appeared meanwhile.
-func createFile(path string, now int64) error {
+func createFile(path string) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -130,7 +197,7 @@ func createFile(path string, now int64) error {
 	if err != nil {
 		return fmt.Errorf("ratedb: creating database: %w", err)
 	}
-	err = bdb.Update(func(tx *bolt.Tx) error { return initFile(tx, now) })
+	err = bdb.Update(initFile)
 	if cerr := bdb.Close(); err == nil {
 		err = cerr
 	}
@@ -147,9 +214,8 @@ func createFile(path string, now int64) error {
 	return nil
 }
 
-// initFile creates the buckets and metadata of an empty database whose
-// newest time seen is now.
-func initFile(tx *bolt.Tx, now int64) error {
+// initFile creates the buckets and metadata of an empty database.
+func initFile(tx *bolt.Tx) error {
 	mb, err := tx.CreateBucket(bucketMeta)
 	if err != nil {
 		return err
@@ -166,7 +232,9 @@ func initFile(tx *bolt.Tx, now int64) error {
 	if err := mb.Put(keyWindows, record.EncodeInt64(0)); err != nil {
 		return err
 	}
-	return mb.Put(keyHWM, record.EncodeInt64(now))
+	// Versions before issue 9 require keyHWM and never let their clock run
+	// earlier than it; 0 leaves their clock alone.
+	return mb.Put(keyHWM, record.EncodeInt64(0))
 }
 
 // initialMmapSize is the size of bbolt's first memory map: 1 GiB on 64-bit
@@ -285,9 +353,9 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 // the other meta page failed its checks: bbolt then opens at the commit of
 // the one that passed.
 func validateFile(path string) (m bmeta, metaDamaged bool, err error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
-		return bmeta{}, false, fmt.Errorf("ratedb: %w", err)
+		return bmeta{}, false, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()

@@ -1,8 +1,10 @@
 package ratedb
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ratedb/ratedb/internal/limits"
@@ -25,13 +27,15 @@ type Tier struct {
 // window (for PerKeyWindow, each tier's window starts at the first hit that
 // tier counts). The tiers are persisted, spilled and reloaded together as one
 // record, and the janitor removes a key only when all its tiers have expired.
-// Layered limiters with the same algorithm and scales share counters, whatever
-// their limits.
+// Layered limiters of a DB with the same algorithm and the same set of scales
+// share counters, whatever their limits and whatever the order the tiers are
+// given in: (1m, 1h) and (1h, 1m) count the same windows.
 //
 // A Layered is safe for concurrent use.
 type Layered struct {
 	*spec
 	tiers []Tier
+	pos   []int // pos[i] is the spec's tier (scales sorted) that holds tier i as given
 }
 
 // Layered returns a limiter over the given tiers: at least one and at most
@@ -42,15 +46,40 @@ func (db *DB) Layered(alg Algorithm, tiers ...Tier) (*Layered, error) {
 	if err := limits.Algorithm(int(alg)); err != nil {
 		return nil, err
 	}
-	scales, err := limits.Tiers(len(tiers), func(i int) (time.Duration, int64) { return tiers[i].Scale, tiers[i].Limit })
+	given, err := limits.Tiers(len(tiers), func(i int) (time.Duration, int64) { return tiers[i].Scale, tiers[i].Limit })
 	if err != nil {
 		return nil, err
 	}
+	pos, scales := sortTiers(given)
 	s, err := db.specFor(alg, scales, true)
 	if err != nil {
 		return nil, err
 	}
-	return &Layered{spec: s, tiers: append([]Tier(nil), tiers...)}, nil
+	if !slices.Equal(given, scales) {
+		if err := db.migrateLegacy(s, specPrefix(alg, given, true), pos); err != nil {
+			return nil, err
+		}
+	}
+	return &Layered{spec: s, tiers: append([]Tier(nil), tiers...), pos: pos}, nil
+}
+
+// sortTiers returns the scales in ascending order (the order of the spec's
+// tiers, so that every order of one set of scales names one spec) and, for
+// each scale as given, its position among the sorted ones. Equal scales keep
+// their given order.
+func sortTiers(given []int64) (pos []int, sorted []int64) {
+	idx := make([]int, len(given))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(given[a], given[b]) })
+	pos = make([]int, len(given))
+	sorted = make([]int64, len(given))
+	for j, i := range idx {
+		pos[i] = j
+		sorted[j] = given[i]
+	}
+	return pos, sorted
 }
 
 // Tiers returns a copy of the tiers, in the order given.
@@ -86,14 +115,14 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result,
 	trs := make([]TierResult, len(l.tiers))
 	allowed := true
 	for i, t := range l.tiers {
-		count, end := l.current(e.tier(i), i, key, now)
+		count, end := l.current(e.tier(l.pos[i]), l.pos[i], key, now)
 		fits := count <= t.Limit-increment
 		allowed = allowed && fits
 		trs[i] = TierResult{Scale: t.Scale, Limit: t.Limit, Count: count, ResetAt: time.UnixMilli(end), Fits: fits}
 	}
 	if allowed {
 		for i := range trs {
-			c := e.tier(i)
+			c := e.tier(l.pos[i])
 			trs[i].Count += increment
 			c.Count, c.End = trs[i].Count, trs[i].ResetAt.UnixMilli()
 		}
@@ -153,14 +182,14 @@ func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64
 	counts := make([]int64, len(l.tiers))
 	ends := make([]int64, len(l.tiers))
 	for i := range l.tiers {
-		count, end := l.current(e.tier(i), i, key, now)
+		count, end := l.current(e.tier(l.pos[i]), l.pos[i], key, now)
 		if count > maxCount-increment {
 			return nil, fmt.Errorf("%w: increment %d would overflow tier %d's count", ErrInvalidArgument, increment, i)
 		}
 		counts[i], ends[i] = count+increment, end
 	}
 	for i := range counts {
-		*e.tier(i) = counter{Count: counts[i], End: ends[i]}
+		*e.tier(l.pos[i]) = counter{Count: counts[i], End: ends[i]}
 	}
 	db.markDirty(e, h)
 	return counts, nil
@@ -174,8 +203,8 @@ func (l *Layered) Get(ctx context.Context, key string) ([]int64, error) {
 		return nil, err
 	}
 	out := make([]int64, len(l.tiers))
-	for i, c := range cs {
-		if c.End > now {
+	for i, p := range l.pos {
+		if c := cs[p]; c.End > now {
 			out[i] = c.Count
 		}
 	}
@@ -190,8 +219,8 @@ func (l *Layered) ExpiresAt(ctx context.Context, key string) ([]time.Time, error
 		return nil, err
 	}
 	out := make([]time.Time, len(l.tiers))
-	for i, c := range cs {
-		if c.End > now {
+	for i, p := range l.pos {
+		if c := cs[p]; c.End > now {
 			out[i] = time.UnixMilli(c.End)
 		}
 	}
@@ -206,7 +235,7 @@ func (l *Layered) Reset(ctx context.Context, key string) error {
 	return l.reset(key)
 }
 
-// current returns tier i's count and end as seen at now.
+// current returns the count and end of the spec's tier i as seen at now.
 func (l *Layered) current(c *counter, i int, key string, now int64) (count, end int64) {
 	if c.End > now {
 		return c.Count, c.End
@@ -214,8 +243,8 @@ func (l *Layered) current(c *counter, i int, key string, now int64) (count, end 
 	return 0, l.nextEnd(i, key, now)
 }
 
-// read returns a copy of every tier's counter (zero counters if the key has
-// no state).
+// read returns a copy of every tier's counter, in the spec's order (zero
+// counters if the key has no state).
 func (l *Layered) read(ctx context.Context, key string) ([]counter, int64, error) {
 	if err := checkCall(ctx, key); err != nil {
 		return nil, 0, err

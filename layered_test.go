@@ -266,3 +266,64 @@ func TestStaggeredSpreadsResets(t *testing.T) {
 		assert.True(t, end.Add(time.Minute).Equal(r.ResetAt), "key %s keeps its boundaries", k)
 	}
 }
+
+// Bug 8 of issue 9: Layered limiters with the same algorithm and the same
+// set of scales share counters whatever the order of their tiers; each
+// reports its tiers in its own order. Before the fix (1m, 1h) and (1h, 1m)
+// counted apart.
+func TestLayeredSharesBySetOfScales(t *testing.T) {
+	modes(t, func(t *testing.T, path string) {
+		c := newClock()
+		db := openDB(t, path, testOptions(c))
+		minuteFirst, err := db.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Minute, Limit: 1}, ratedb.Tier{Scale: time.Hour, Limit: 3})
+		require.NoError(t, err)
+		hourFirst, err := db.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Hour, Limit: 3}, ratedb.Tier{Scale: time.Minute, Limit: 1})
+		require.NoError(t, err)
+
+		r, err := minuteFirst.Hit(ctx, "k", 1)
+		require.NoError(t, err)
+		require.True(t, r.Allowed)
+		r, err = hourFirst.Hit(ctx, "k", 1)
+		require.NoError(t, err)
+		assert.False(t, r.Allowed, "the minute tier is shared and full")
+		require.Len(t, r.Tiers, 2)
+		assert.Equal(t, time.Hour, r.Tiers[0].Scale)
+		assert.Equal(t, int64(1), r.Tiers[0].Count)
+		assert.True(t, r.Tiers[0].Fits)
+		assert.Equal(t, time.Minute, r.Tiers[1].Scale)
+		assert.Equal(t, int64(1), r.Tiers[1].Count)
+		assert.False(t, r.Tiers[1].Fits)
+		assert.Equal(t, 1, r.Tier, "the minute tier, second as given, denied")
+		assert.True(t, r.ResetAt.Equal(epoch.Add(time.Minute)))
+
+		counts, err := hourFirst.Inc(ctx, "k", 1)
+		require.NoError(t, err)
+		assert.Equal(t, []int64{2, 2}, counts, "in hourFirst's order")
+		got, err := minuteFirst.Get(ctx, "k")
+		require.NoError(t, err)
+		assert.Equal(t, []int64{2, 2}, got)
+		ends, err := hourFirst.ExpiresAt(ctx, "k")
+		require.NoError(t, err)
+		assert.True(t, ends[0].Equal(epoch.Add(time.Hour)))
+		assert.True(t, ends[1].Equal(epoch.Add(time.Minute)))
+
+		c.Advance(time.Minute) // the minute tier starts again; the hour tier holds 2 of 3
+		r, err = hourFirst.Hit(ctx, "k", 1)
+		require.NoError(t, err)
+		assert.True(t, r.Allowed)
+		r, err = minuteFirst.Hit(ctx, "k", 1)
+		require.NoError(t, err)
+		assert.False(t, r.Allowed)
+		assert.Equal(t, []int64{1, 3}, []int64{r.Tiers[0].Count, r.Tiers[1].Count})
+		if path == "" {
+			return
+		}
+		require.NoError(t, db.Close())
+		db = openDB(t, path, testOptions(c))
+		hourFirst, err = db.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Hour, Limit: 3}, ratedb.Tier{Scale: time.Minute, Limit: 1})
+		require.NoError(t, err)
+		got, err = hourFirst.Get(ctx, "k")
+		require.NoError(t, err)
+		assert.Equal(t, []int64{3, 1}, got, "counts survive a restart")
+	})
+}

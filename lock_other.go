@@ -9,3 +9,6 @@ import "time"
 func lockFile(path string, timeout time.Duration) (unlock func(), err error) {
 	return func() {}, nil
 }
+
+// oNonBlock is the open flag that keeps opening a named pipe from blocking.
+const oNonBlock = 0

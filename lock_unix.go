@@ -5,7 +5,6 @@ package ratedb
 import (
 	"errors"
 	"fmt"
-	"os"
 	"syscall"
 	"time"
 )
@@ -14,9 +13,9 @@ import (
 // validated while no other handle writes it. It waits up to timeout and
 // returns ErrLocked after that.
 func lockFile(path string, timeout time.Duration) (unlock func(), err error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
-		return nil, fmt.Errorf("ratedb: %w", err)
+		return nil, err
 	}
 	deadline := time.Now().Add(timeout)
 	for {
@@ -38,3 +37,6 @@ func lockFile(path string, timeout time.Duration) (unlock func(), err error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// oNonBlock is the open flag that keeps opening a named pipe from blocking.
+const oNonBlock = syscall.O_NONBLOCK
