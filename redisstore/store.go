@@ -265,10 +265,9 @@ type tierState struct {
 	fits       bool
 }
 
-// count runs countScript for key: a hit checked against lims (one per
-// tier) when hit is true, else an Inc. It returns whether the hit was
-// allowed, the script's now and every tier's state.
-func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64, lims []int64) (bool, int64, []tierState, error) {
+// countArgs returns the keys and arguments of countScript for key: a hit
+// checked against lims (one per tier) when hit is true, else an Inc.
+func (sp *spec) countArgs(key string, hit bool, increment int64, lims []int64) ([]string, []any) {
 	head := sp.s.tagged(key)
 	keys := []string{head + sp.suffix}
 	if id := sp.s.requestID(); id != "" {
@@ -288,6 +287,13 @@ func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64
 		}
 		args = append(args, sc, sp.offset(key, sc), lim)
 	}
+	return keys, args
+}
+
+// count runs countScript for key (see countArgs). It returns whether the
+// hit was allowed, the script's now and every tier's state.
+func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64, lims []int64) (bool, int64, []tierState, error) {
+	keys, args := sp.countArgs(key, hit, increment, lims)
 	v, err := sp.s.run(ctx, countScript, keys, args...)
 	if err != nil {
 		if i, ok := overflowTier(err); ok {
