@@ -24,12 +24,71 @@ import (
 func TestCluster(t *testing.T) {
 	c := startCluster(t)
 	t.Run("OneSlotPerKey", func(t *testing.T) { testOneSlotPerKey(t, c) })
-	t.Run("Resharding", func(t *testing.T) { testResharding(t, c) })
+	for _, dedup := range []time.Duration{0, 10 * time.Second} {
+		t.Run(fmt.Sprint("Resharding/DedupWindow=", dedup), func(t *testing.T) { testResharding(t, c, dedup) })
+	}
+	t.Run("NodePaused", func(t *testing.T) { testNodePaused(t, c) })
+}
+
+// testNodePaused pauses (SIGSTOP) the node that owns a key: calls on that
+// key return ErrUnavailable within Timeout plus a margin, with and without
+// ContextTimeoutEnabled, calls on keys of other nodes still work, and the
+// key works again once the node resumes.
+func testNodePaused(t *testing.T, c *cluster) {
+	const timeout, margin = 100 * time.Millisecond, 150 * time.Millisecond
+	for _, cte := range []bool{false, true} {
+		t.Run(fmt.Sprint("ContextTimeoutEnabled=", cte), func(t *testing.T) {
+			s, err := redisstore.New(c.Client(t, &redis.ClusterOptions{ContextTimeoutEnabled: cte}), &redisstore.Options{Prefix: newPrefix(), Timeout: timeout})
+			require.NoError(t, err)
+			w, err := s.Window(ratedb.FixedWindow, time.Minute)
+			require.NoError(t, err)
+			admin := c.Client(t, nil)
+			// A key on each node.
+			byNode := map[*server]string{}
+			for i := 0; len(byNode) < len(c.nodes); i++ {
+				k := fmt.Sprint("key-", i)
+				names, _ := w.HitArgs(k, 1, 1)
+				slot, err := admin.ClusterKeySlot(ctx, names[0]).Result()
+				require.NoError(t, err)
+				if n := c.owner(t, slot); byNode[n] == "" {
+					byNode[n] = k
+				}
+			}
+			for _, k := range byNode {
+				_, err := w.Hit(ctx, k, 100, 1)
+				require.NoError(t, err)
+			}
+			paused := c.nodes[0]
+			paused.Pause()
+			for i := 0; i < 3; i++ {
+				start := time.Now()
+				_, err := w.Hit(ctx, byNode[paused], 100, 1)
+				took := time.Since(start)
+				assert.ErrorIs(t, err, ratedb.ErrUnavailable)
+				assert.Less(t, took, timeout+margin)
+			}
+			for n, k := range byNode {
+				if n != paused {
+					_, err := w.Hit(ctx, k, 100, 1)
+					assert.NoError(t, err, "a key of another node")
+				}
+			}
+			paused.Resume()
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				if _, err := w.Hit(ctx, byNode[paused], 100, 1); err == nil {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "the node never answered again")
+				time.Sleep(10 * time.Millisecond) // polling an external process coming back
+			}
+		})
+	}
 }
 
 func testOneSlotPerKey(t *testing.T, c *cluster) {
 	cl := c.Client(t, nil)
-	s, err := redisstore.New(cl, &redisstore.Options{Prefix: "app:", Timeout: 5 * time.Second})
+	s, err := redisstore.New(cl, &redisstore.Options{Prefix: "app:", Timeout: 5 * time.Second, DedupWindow: 5 * time.Second})
 	require.NoError(t, err)
 	l, err := s.Layered(ratedb.StaggeredWindow, ratedb.Tier{Scale: time.Second, Limit: 1}, ratedb.Tier{Scale: time.Hour, Limit: 9})
 	require.NoError(t, err)
@@ -63,17 +122,18 @@ func testOneSlotPerKey(t *testing.T, c *cluster) {
 // testResharding moves the slot of a hot key from its node to another with
 // CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE and SETSLOT NODE, while 16
 // goroutines of 4 Stores hit it; then every allowed hit is in the count,
-// once.
-func testResharding(t *testing.T, c *cluster) {
+// once. With DedupWindow, each counting call also creates a key (its
+// request id), which a migrating slot answers with TRYAGAIN until the
+// migration ends; go-redis retries those.
+func testResharding(t *testing.T, c *cluster, dedup time.Duration) {
 	const key = "hot"
 	prefix := newPrefix()
 	var ws []*redisstore.Window
 	var ls []*redisstore.Layered
 	for i := 0; i < 4; i++ {
-		// The caller owns the client: during a migration the slot answers
-		// TRYAGAIN to scripts that create keys, which go-redis retries up to
+		// The caller owns the client: TRYAGAIN is retried up to
 		// MaxRedirects times.
-		s, err := redisstore.New(c.Client(t, &redis.ClusterOptions{MaxRedirects: 20}), &redisstore.Options{Prefix: prefix, Timeout: 10 * time.Second})
+		s, err := redisstore.New(c.Client(t, &redis.ClusterOptions{MaxRedirects: 20}), &redisstore.Options{Prefix: prefix, Timeout: 10 * time.Second, DedupWindow: dedup})
 		require.NoError(t, err)
 		w, err := s.Window(ratedb.FixedWindow, time.Hour)
 		require.NoError(t, err)

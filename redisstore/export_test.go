@@ -1,10 +1,12 @@
 package redisstore
 
+import "github.com/redis/go-redis/v9"
+
 // Hooks for the tests that drive the scripts directly (pipelined, to reach
 // a million hits quickly): the exact keys and arguments a call sends.
 
 // CountScript is the script of Hit and Inc.
-var CountScript = countScript
+var CountScript = redis.NewScript(countScript.src)
 
 // HitArgs returns the keys and arguments Hit(key, limit, increment) sends.
 func (w *Window) HitArgs(key string, limit, increment int64) ([]string, []any) {

@@ -1,7 +1,5 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
-
 // The Lua scripts, one per operation. Times are Unix milliseconds and
 // counts integers; Lua holds both as doubles, exact up to 2^53 (counts are
 // capped at MaxCount, and times and scales stay far below 2^53 ms).
@@ -64,7 +62,7 @@ end
 // and writes nothing. A call that would be denied also returns the stored
 // reply if there is one (the first attempt was allowed and counted). So a
 // counted call costs TIME, GET, SET NX and SET; a denied one TIME, GET, GET.
-var countScript = redis.NewScript(prelude + `
+var countScript = newScript(prelude + `
 local now = clock(ARGV[1])
 local dk = KEYS[2]
 local alg, inc, mode, maxc = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5], tonumber(ARGV[6])
@@ -114,7 +112,7 @@ return reply
 
 // readScript is Get and ExpiresAt: it returns {now, stored value or an empty string}.
 // KEYS[1] is the counter key, ARGV[1] now (empty: read TIME).
-var readScript = redis.NewScript(prelude + `
+var readScript = newScript(prelude + `
 local now = clock(ARGV[1])
 local cur = redis.call('GET', KEYS[1])
 return {now, cur or ''}
@@ -124,7 +122,7 @@ return {now, cur or ''}
 // TIME), algorithm, scale, stagger offset, count. FixedWindow and
 // StaggeredWindow set the count of the current window (opening it if
 // needed); PerKeyWindow restarts the window at now. It returns the count.
-var setScript = redis.NewScript(prelude + `
+var setScript = newScript(prelude + `
 local now = clock(ARGV[1])
 local alg, scale, off, count = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local e
@@ -141,4 +139,4 @@ return count
 `)
 
 // resetScript is Reset: it deletes the counter key.
-var resetScript = redis.NewScript(`return redis.call('DEL', KEYS[1])`)
+var resetScript = newScript(`return redis.call('DEL', KEYS[1])`)

@@ -32,7 +32,7 @@ func TestEveryKeyHasTTL(t *testing.T) {
 	srv := startServer(t)
 	client := srv.Client(t, nil)
 	prefix := newPrefix()
-	s, err := redisstore.New(client, &redisstore.Options{Prefix: prefix, Timeout: 5 * time.Second})
+	s, err := redisstore.New(client, &redisstore.Options{Prefix: prefix, Timeout: 5 * time.Second, DedupWindow: 5 * time.Second})
 	require.NoError(t, err)
 
 	type hitArgs func(key string) ([]string, []any)
