@@ -26,12 +26,16 @@
 //
 // # Retries
 //
-// go-redis retries a command after some network errors (Options.MaxRetries
-// of the client, 3 by default), and the first attempt may have been
-// executed even though its reply was lost. Each counting call (Hit, Inc)
-// therefore carries a request id: the script remembers the ids it counted,
-// with their replies, for Options.DedupWindow, and a retry of a call that
-// was already counted returns the first reply instead of counting again.
+// go-redis retries a command after some network errors (the client's
+// MaxRetries, 3 by default), even when the first attempt ran and only its
+// reply was lost: a counting script run twice would count twice. By default
+// the Store therefore sends counting calls (Hit, Inc) as commands go-redis
+// must not resend once they may have reached Redis; such a call returns
+// ErrUnavailable, having counted at most once. With Options.DedupWindow,
+// each counting call instead carries a request id that the script
+// remembers, with its reply, for that long: go-redis may retry, and a retry
+// of a call that was counted returns the first reply instead of counting
+// again.
 //
 // # Time
 //

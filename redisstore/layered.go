@@ -40,6 +40,15 @@ func (s *Store) Layered(alg ratedb.Algorithm, tiers ...ratedb.Tier) (*Layered, e
 	return &Layered{sp: s.newSpec(alg, scales, true), tiers: append([]ratedb.Tier(nil), tiers...)}, nil
 }
 
+// limits returns the tiers' limits, in tier order.
+func (l *Layered) limits() []int64 {
+	lims := make([]int64, len(l.tiers))
+	for i, t := range l.tiers {
+		lims[i] = t.Limit
+	}
+	return lims
+}
+
 // Tiers returns a copy of the tiers, in the order given.
 func (l *Layered) Tiers() []ratedb.Tier { return append([]ratedb.Tier(nil), l.tiers...) }
 
@@ -60,11 +69,7 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (ratedb.
 	if increment <= 0 {
 		return ratedb.Result{}, fmt.Errorf("%w: increment %d is not positive", ratedb.ErrInvalidArgument, increment)
 	}
-	lims := make([]int64, len(l.tiers))
-	for i, t := range l.tiers {
-		lims[i] = t.Limit
-	}
-	allowed, now, ts, err := l.sp.count(ctx, key, true, increment, lims)
+	allowed, now, ts, err := l.sp.count(ctx, key, true, increment, l.limits())
 	if err != nil {
 		return ratedb.Result{}, err
 	}

@@ -1,7 +1,5 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
-
 // The Lua scripts, one per operation. Times are Unix milliseconds and
 // counts integers; Lua holds both as doubles, exact up to 2^53 (counts are
 // capped at MaxCount, and times and scales stay far below 2^53 ms).
@@ -19,11 +17,15 @@ local function clock(a)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local function decode(s)
-  local out = {}
-  for v in string.gmatch(s, '[^,]+') do out[#out + 1] = tonumber(v) end
+  local out, i = {}, 0
+  for v in string.gmatch(s, '[^,]+') do
+    i = i + 1
+    out[i] = tonumber(v)
+  end
   return out
 end
 local function encode(t)
+  if #t == 2 then return string.format('%d,%d', t[1], t[2]) end
   local parts = {}
   for i = 1, #t do parts[i] = string.format('%d', t[i]) end
   return table.concat(parts, ',')
@@ -52,17 +54,18 @@ end
 // It returns {allowed, now, c1, e1, fits1, c2, e2, fits2, …}, the counts
 // being those after the call. A hit is allowed only if every tier has room;
 // then every tier counts it, else nothing changes. Inc counts without a
-// check and fails with RATEDB_OVERFLOW past MaxCount. A counted call stores
-// its reply under KEYS[2] for the dedup TTL, and a call whose KEYS[2]
-// already exists (a retry of a counted call) returns that reply unchanged.
-var countScript = redis.NewScript(prelude + `
+// check and fails with RATEDB_OVERFLOW past MaxCount.
+//
+// Deduplication: a counted call stores its reply under KEYS[2] (SET NX, for
+// the dedup TTL) before it writes the counter; if KEYS[2] already exists,
+// the call is a retry of one that was counted, and it returns that reply
+// and writes nothing. A call that would be denied also returns the stored
+// reply if there is one (the first attempt was allowed and counted). So a
+// counted call costs TIME, GET, SET NX and SET; a denied one TIME, GET, GET.
+var countScript = newScript(prelude + `
 local now = clock(ARGV[1])
 local dk = KEYS[2]
-if dk then
-  local prev = redis.call('GET', dk)
-  if prev then return decode(prev) end
-end
-local alg, inc, dttl, mode, maxc = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
+local alg, inc, mode, maxc = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5], tonumber(ARGV[6])
 local n = (#ARGV - 6) / 3
 local st = {}
 local cur = redis.call('GET', KEYS[1])
@@ -85,23 +88,31 @@ for i = 1, n do
   end
   reply[3 * i], reply[3 * i + 1], reply[3 * i + 2] = c, e, fits
 end
-if reply[1] == 1 then
-  local state, maxEnd = {}, 0
-  for i = 1, n do
-    local c, e = reply[3 * i] + inc, reply[3 * i + 1]
-    reply[3 * i] = c
-    state[2 * i - 1], state[2 * i] = c, e
-    if e > maxEnd then maxEnd = e end
+if reply[1] == 0 then
+  if dk then
+    local prev = redis.call('GET', dk)
+    if prev then return decode(prev) end
   end
-  redis.call('SET', KEYS[1], encode(state), 'PX', string.format('%d', maxEnd - now))
-  if dk then redis.call('SET', dk, encode(reply), 'PX', dttl) end
+  return reply
 end
+local state, maxEnd = {}, 0
+for i = 1, n do
+  local c, e = reply[3 * i] + inc, reply[3 * i + 1]
+  reply[3 * i] = c
+  state[2 * i - 1], state[2 * i] = c, e
+  if e > maxEnd then maxEnd = e end
+end
+if dk then
+  local prev = redis.call('SET', dk, encode(reply), 'NX', 'PX', ARGV[4], 'GET')
+  if prev then return decode(prev) end
+end
+redis.call('SET', KEYS[1], encode(state), 'PX', maxEnd - now)
 return reply
 `)
 
 // readScript is Get and ExpiresAt: it returns {now, stored value or an empty string}.
 // KEYS[1] is the counter key, ARGV[1] now (empty: read TIME).
-var readScript = redis.NewScript(prelude + `
+var readScript = newScript(prelude + `
 local now = clock(ARGV[1])
 local cur = redis.call('GET', KEYS[1])
 return {now, cur or ''}
@@ -111,7 +122,7 @@ return {now, cur or ''}
 // TIME), algorithm, scale, stagger offset, count. FixedWindow and
 // StaggeredWindow set the count of the current window (opening it if
 // needed); PerKeyWindow restarts the window at now. It returns the count.
-var setScript = redis.NewScript(prelude + `
+var setScript = newScript(prelude + `
 local now = clock(ARGV[1])
 local alg, scale, off, count = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local e
@@ -123,9 +134,9 @@ if alg ~= 2 then
   end
 end
 if not e then e = nextEnd(alg, now, scale, off) end
-redis.call('SET', KEYS[1], encode({count, e}), 'PX', string.format('%d', e - now))
+redis.call('SET', KEYS[1], encode({count, e}), 'PX', e - now)
 return count
 `)
 
 // resetScript is Reset: it deletes the counter key.
-var resetScript = redis.NewScript(`return redis.call('DEL', KEYS[1])`)
+var resetScript = newScript(`return redis.call('DEL', KEYS[1])`)

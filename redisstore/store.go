@@ -23,11 +23,12 @@ import (
 // 2^63-1.)
 const MaxCount = int64(1)<<53 - 1
 
-// Defaults.
+// Defaults of Options.
 const (
-	DefaultPrefix      = "ratedb:"
-	DefaultTimeout     = 50 * time.Millisecond
-	DefaultDedupWindow = time.Second
+	// DefaultPrefix is Options.Prefix's default.
+	DefaultPrefix = "ratedb:"
+	// DefaultTimeout is Options.Timeout's default.
+	DefaultTimeout = 50 * time.Millisecond
 )
 
 // Clock is the time source of a Store's windows: ServerClock (the default)
@@ -72,14 +73,25 @@ type Options struct {
 	// Clock is the time source: ServerClock (default) or LocalClock(f).
 	Clock Clock
 
-	// DedupWindow is how long Redis remembers a counted call (Hit, Inc) by
-	// its request id, so that a retry of it by go-redis (after a lost reply)
-	// returns the first answer instead of counting again. It costs one small
-	// Redis key per counted call for this long. Default 1 second; it must be
-	// a whole number of milliseconds and at least Timeout (go-redis sends
-	// every retry of a call within the call's Timeout). Negative disables
-	// deduplication: do that only with a client that never retries
-	// (MaxRetries -1), or a lost reply may count a hit twice.
+	// DedupWindow decides what happens to a counting call (Hit, Inc) whose
+	// reply is lost after Redis may have run it: a retry must not count it
+	// twice.
+	//
+	// Zero, the default: counting calls are never retried once they may
+	// have reached Redis, whatever the client's MaxRetries (calls that
+	// failed before anything was sent, and Redis replies that mean the
+	// script did not run, such as TRYAGAIN or LOADING, are still retried).
+	// Such a call returns ErrUnavailable; it counted at most once.
+	//
+	// Positive: each counting call carries a request id, which the script
+	// remembers with its reply for DedupWindow; go-redis may then retry
+	// (client MaxRetries), and a retry of a call that was counted returns
+	// the first reply instead of counting again, so the caller gets its
+	// answer. It costs one small Redis key per counted call for
+	// DedupWindow and about a third of the throughput (bench/results/REDIS.md).
+	// It must be a whole number of milliseconds and at least Timeout
+	// (go-redis sends every retry of a call within the call's Timeout); 1
+	// second is plenty. Negative is invalid.
 	DedupWindow time.Duration
 }
 
@@ -92,7 +104,7 @@ type Store struct {
 	prefix  string
 	timeout time.Duration
 	now     func() time.Time // nil: ServerClock
-	dedupMS string           // DedupWindow in ms; "" when disabled
+	dedupMS string           // DedupWindow in ms; "" when off (counting calls are not retried)
 	inline  bool             // the client honours context deadlines itself
 
 	idBase string        // random per Store, so request ids never collide across Stores
@@ -114,9 +126,6 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
-	if o.DedupWindow == 0 {
-		o.DedupWindow = max(DefaultDedupWindow, o.Timeout.Truncate(time.Millisecond)+time.Millisecond)
-	}
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: redisstore: "+format, append([]any{ratedb.ErrInvalidArgument}, args...)...))
@@ -129,6 +138,9 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 	}
 	if o.Timeout < 0 {
 		bad("Options.Timeout %v is negative", o.Timeout)
+	}
+	if o.DedupWindow < 0 {
+		bad("Options.DedupWindow %v is negative", o.DedupWindow)
 	}
 	if o.DedupWindow > 0 && o.DedupWindow < o.Timeout {
 		bad("Options.DedupWindow %v is shorter than Options.Timeout %v", o.DedupWindow, o.Timeout)
@@ -183,7 +195,7 @@ func (s *Store) nowArg() string {
 }
 
 // requestID returns a new id for a counted call, "" if deduplication is
-// disabled.
+// off.
 func (s *Store) requestID() string {
 	if s.dedupMS == "" {
 		return ""
@@ -195,16 +207,17 @@ func (s *Store) requestID() string {
 // followed by the tier's index.
 const errOverflow = "RATEDB_OVERFLOW "
 
-// run runs script within the Store's timeout and maps its failures: the
-// caller's cancelled context as it is (wrapped with ErrUnavailable), no
-// answer within Timeout or any Redis error as ErrUnavailable.
-func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
+// run runs sc (see eval; once: never resend it once it may have run)
+// within the Store's timeout and maps its failures: the caller's cancelled
+// context as it is (wrapped with ErrUnavailable), no answer within Timeout
+// or any Redis error as ErrUnavailable.
+func (s *Store) run(ctx context.Context, sc *script, once bool, keys []string, args ...any) (any, error) {
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var v any
 	var err error
 	if s.inline {
-		v, err = script.Run(cctx, s.c, keys, args...).Result()
+		v, err = s.eval(cctx, sc, keys, args, once)
 	} else {
 		type answer struct {
 			v   any
@@ -212,7 +225,7 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 		}
 		ch := make(chan answer, 1)
 		go func() {
-			v, err := script.Run(cctx, s.c, keys, args...).Result()
+			v, err := s.eval(cctx, sc, keys, args, once)
 			ch <- answer{v, err}
 		}()
 		select {
@@ -265,10 +278,9 @@ type tierState struct {
 	fits       bool
 }
 
-// count runs countScript for key: a hit checked against lims (one per
-// tier) when hit is true, else an Inc. It returns whether the hit was
-// allowed, the script's now and every tier's state.
-func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64, lims []int64) (bool, int64, []tierState, error) {
+// countArgs returns the keys and arguments of countScript for key: a hit
+// checked against lims (one per tier) when hit is true, else an Inc.
+func (sp *spec) countArgs(key string, hit bool, increment int64, lims []int64) ([]string, []any) {
 	head := sp.s.tagged(key)
 	keys := []string{head + sp.suffix}
 	if id := sp.s.requestID(); id != "" {
@@ -288,7 +300,14 @@ func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64
 		}
 		args = append(args, sc, sp.offset(key, sc), lim)
 	}
-	v, err := sp.s.run(ctx, countScript, keys, args...)
+	return keys, args
+}
+
+// count runs countScript for key (see countArgs). It returns whether the
+// hit was allowed, the script's now and every tier's state.
+func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64, lims []int64) (bool, int64, []tierState, error) {
+	keys, args := sp.countArgs(key, hit, increment, lims)
+	v, err := sp.s.run(ctx, countScript, sp.s.dedupMS == "", keys, args...)
 	if err != nil {
 		if i, ok := overflowTier(err); ok {
 			if len(sp.scales) == 1 {
@@ -312,7 +331,7 @@ func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64
 // read returns every tier's count and end as the key's stored value holds
 // them (zero for a tier with no open window) and the script's now.
 func (sp *spec) read(ctx context.Context, key string) ([]tierState, error) {
-	v, err := sp.s.run(ctx, readScript, []string{sp.s.tagged(key) + sp.suffix}, sp.s.nowArg())
+	v, err := sp.s.run(ctx, readScript, false, []string{sp.s.tagged(key) + sp.suffix}, sp.s.nowArg())
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +367,7 @@ func (sp *spec) read(ctx context.Context, key string) ([]tierState, error) {
 
 // reset deletes key's counter.
 func (sp *spec) reset(ctx context.Context, key string) error {
-	_, err := sp.s.run(ctx, resetScript, []string{sp.s.tagged(key) + sp.suffix})
+	_, err := sp.s.run(ctx, resetScript, false, []string{sp.s.tagged(key) + sp.suffix})
 	return err
 }
 

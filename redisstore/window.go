@@ -115,7 +115,7 @@ func (w *Window) Set(ctx context.Context, key string, count int64) (int64, error
 	}
 	sp := w.sp
 	sc := sp.scales[0]
-	_, err := sp.s.run(ctx, setScript, []string{sp.s.tagged(key) + sp.suffix},
+	_, err := sp.s.run(ctx, setScript, false, []string{sp.s.tagged(key) + sp.suffix},
 		sp.s.nowArg(), int(sp.alg), sc, sp.offset(key, sc), count)
 	if err != nil {
 		return 0, err

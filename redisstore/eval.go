@@ -1,0 +1,93 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// script is a Lua script, run with EVALSHA and, when Redis answers NOSCRIPT
+// (its script cache is empty after every restart or failover), with EVAL.
+type script struct {
+	src  string
+	hash string
+}
+
+func newScript(src string) *script {
+	h := sha1.Sum([]byte(src))
+	return &script{src: src, hash: hex.EncodeToString(h[:])}
+}
+
+// noRetryCmd is a command go-redis must not send twice: after it may have
+// reached Redis, a network error ends the call instead of a retry (go-redis
+// still replays it when it failed before anything was written). Counting
+// scripts run this way unless Options.DedupWindow makes their retries safe.
+type noRetryCmd struct{ *redis.Cmd }
+
+func (noRetryCmd) NoRetry() bool { return true }
+
+// eval runs sc once (EVALSHA, then EVAL on NOSCRIPT). With once, go-redis
+// does not retry it after a network error; Redis error replies that mean
+// the script did not run (TRYAGAIN during a Cluster slot migration, LOADING,
+// BUSY, MASTERDOWN, CLUSTERDOWN) are retried here, with a backoff, while ctx
+// lasts.
+func (s *Store) eval(ctx context.Context, sc *script, keys []string, args []any, once bool) (any, error) {
+	backoff := time.Millisecond
+	for {
+		v, err := s.evalOnce(ctx, "evalsha", sc.hash, keys, args, once)
+		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			v, err = s.evalOnce(ctx, "eval", sc.src, keys, args, once)
+		}
+		if err == nil || !notRun(err) {
+			return v, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 64*time.Millisecond)
+	}
+}
+
+func (s *Store) evalOnce(ctx context.Context, verb, body string, keys []string, args []any, once bool) (any, error) {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, verb, body, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	cmd.SetFirstKeyPos(3) // the Cluster slot is the first key's
+	var c redis.Cmder = cmd
+	if once {
+		c = noRetryCmd{cmd}
+	}
+	if err := s.c.Process(ctx, c); err != nil {
+		return nil, err
+	}
+	return cmd.Val(), nil
+}
+
+// notRun reports whether err is a Redis reply saying the script did not run
+// and may be sent again.
+func notRun(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range []string{"TRYAGAIN", "LOADING", "BUSY ", "MASTERDOWN", "CLUSTERDOWN"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}

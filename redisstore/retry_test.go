@@ -1,0 +1,91 @@
+package redisstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/redisstore"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRetryNotCountedTwice loses the reply to counting calls after Redis
+// ran them: a proxy forwards the command, drops the reply and cuts the
+// connection, the ambiguous failure on which go-redis (default MaxRetries,
+// 3) retries. No call may count twice:
+//   - by default, counting calls are not retried: the call returns
+//     ErrUnavailable and counted once;
+//   - with DedupWindow, go-redis retries and the retry returns the first
+//     execution's answer: the call succeeds and counted once.
+//
+// The control runs the same script the way a plain go-redis Script.Run
+// would, and counts twice: the fault really causes a retry.
+func TestRetryNotCountedTwice(t *testing.T) {
+	srv := startServer(t)
+	p := newProxy(t, srv.Addr(), "evalsha")
+	client := func() *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: p.Addr()}) // MaxRetries: the default, 3
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	const calls = 10
+	for _, dedup := range []time.Duration{0, 5 * time.Second} {
+		s, err := redisstore.New(client(), &redisstore.Options{Prefix: newPrefix(), Timeout: 5 * time.Second, DedupWindow: dedup})
+		require.NoError(t, err)
+		w, err := s.Window(ratedb.FixedWindow, time.Hour)
+		require.NoError(t, err)
+		l, err := s.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Minute, Limit: 1000}, ratedb.Tier{Scale: time.Hour, Limit: 1000})
+		require.NoError(t, err)
+		_, err = w.Hit(ctx, "warm-up", 1, 1) // loads the script, so that EVALSHA runs it
+		require.NoError(t, err)
+		cutsBefore := p.cuts.Load()
+		for i := int64(1); i <= calls; i++ {
+			p.Arm(1)
+			r, hitErr := w.Hit(ctx, "k", 1000, 1)
+			p.Arm(1)
+			n, incErr := w.Inc(ctx, "inc", 2)
+			p.Arm(1)
+			lr, lErr := l.Hit(ctx, "k", 1)
+			if dedup == 0 {
+				assert.ErrorIs(t, hitErr, ratedb.ErrUnavailable)
+				assert.ErrorIs(t, incErr, ratedb.ErrUnavailable)
+				assert.ErrorIs(t, lErr, ratedb.ErrUnavailable)
+			} else {
+				require.NoError(t, hitErr)
+				require.NoError(t, incErr)
+				require.NoError(t, lErr)
+				assert.True(t, r.Allowed)
+				assert.Equal(t, i, r.Count, "call %d: the retry returns the first execution's answer", i)
+				assert.Equal(t, 2*i, n)
+				assert.Equal(t, []int64{i, i}, []int64{lr.Tiers[0].Count, lr.Tiers[1].Count})
+			}
+			got, err := w.Get(ctx, "k")
+			require.NoError(t, err)
+			assert.Equal(t, i, got, "DedupWindow %v, call %d: counted exactly once", dedup, i)
+		}
+		assert.Equal(t, int64(3*calls), p.cuts.Load()-cutsBefore, "every armed reply was cut")
+		n, err := w.Get(ctx, "inc")
+		require.NoError(t, err)
+		assert.Equal(t, int64(2*calls), n)
+		counts, err := l.Get(ctx, "k")
+		require.NoError(t, err)
+		assert.Equal(t, []int64{calls, calls}, counts)
+	}
+
+	// The control: the same script and arguments through go-redis's
+	// Script.Run, which retries; the same fault counts twice.
+	c := client()
+	s, err := redisstore.New(c, &redisstore.Options{Prefix: newPrefix()})
+	require.NoError(t, err)
+	w, err := s.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	keys, args := w.HitArgs("k", 1000, 1)
+	require.NoError(t, redisstore.CountScript.Run(ctx, c, keys, args...).Err()) // loads it
+	keys, args = w.HitArgs("k", 1000, 1)
+	p.Arm(1)
+	v, err := redisstore.CountScript.Run(ctx, c, keys, args...).Int64Slice()
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), v[2], "the retried script counted the hit again")
+}
