@@ -16,23 +16,24 @@ func format(o options, rs []result, start time.Time, load0, load1 string) string
 	fmt.Fprintf(&b, "- Machine: %s; Go %s; GOMAXPROCS %d\n", machine(), runtime.Version(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(&b, "- Date: %s; wall time %s\n", start.UTC().Format(time.RFC3339), time.Since(start).Round(time.Second))
 	fmt.Fprintf(&b, "- Load average at start: %s; at end: %s (other processes on the machine share its CPUs)\n", load0, load1)
-	fmt.Fprintf(&b, "- Load: %d concurrent callers over %d gRPC connections, %d distinct descriptor values (domain `bench`, key `user`), %s warm-up then %s per target; the generator runs on the same machine\n",
+	fmt.Fprintf(&b, "- Load: %d concurrent callers over %d gRPC connections, %d distinct descriptor values (domain `bench`, key `user`), %s warm-up then %s per target per round; the generator runs on the same machine\n",
 		o.workers, o.conns, o.values, o.warmup, o.duration)
 	fmt.Fprintf(&b, "- envoyproxy/ratelimit %s (go install), with redis-server on loopback; ratedb with its embedded state file (1 s snapshots)\n", envoyRatelimitVersion)
-	fmt.Fprintf(&b, "- CPU: utime+stime from /proc/PID/stat of the service (plus redis-server for envoy-ratelimit) during the measurement\n\n")
+	fmt.Fprintf(&b, "- CPU: utime+stime from /proc/PID/stat of the service (plus redis-server for envoy-ratelimit) during the measurement\n")
 	var noop float64
 	for _, r := range rs {
 		if r.target == "noop" {
 			noop = r.rate()
 		}
 	}
-	fmt.Fprintf(&b, "| target | calls/s | vs noop | p50 | p99 | CPU ms per 1,000 calls | calls | over limit |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "- Rounds: %d; each runs every target once, in turn; the round with the median calls/s is shown, with the range of calls/s over the rounds\n\n", o.rounds)
+	fmt.Fprintf(&b, "| target | calls/s | calls/s range | vs noop | p50 | p99 | CPU ms per 1,000 calls | calls | over limit |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rs {
 		vs := "—"
 		if noop > 0 {
 			vs = fmt.Sprintf("%.0f%%", 100*r.rate()/noop)
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s | %.1f | %d | %d |\n", r.target, r.rate(), vs,
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f–%.0f | %s | %s | %s | %.1f | %d | %d |\n", r.target, r.rate(), r.minRate, r.maxRate, vs,
 			r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.cpuPer1k(), r.calls, r.overs)
 	}
 	return b.String()
