@@ -26,48 +26,18 @@ const (
 	over = rlsv3.RateLimitResponse_OVER_LIMIT
 )
 
-// The configs of envoyproxy/ratelimit's integration tests (basic.yaml,
-// another.yaml), in our own words, plus the features they do not cover.
-var configFiles = map[string]string{
-	"basic.yaml": `domain: basic
-descriptors:
-  - key: key1
-    rate_limit: {unit: second, requests_per_unit: 50}
-  - key: one_per_minute
-    rate_limit: {unit: minute, requests_per_unit: 1}
-`,
-	"another.yaml": `domain: another
-descriptors:
-  - key: key2
-    rate_limit: {unit: minute, requests_per_unit: 20}
-  - key: key3
-    rate_limit: {unit: hour, requests_per_unit: 10}
-  - key: daily
-    rate_limit: {unit: day, requests_per_unit: 5}
-`,
-	"features.yaml": `domain: features
-descriptors:
-  - key: tenant
-    value: acme
-    descriptors:
-      - key: path
-        value: /api/*
-        rate_limit: {unit: hour, requests_per_unit: 3}
-      - key: path
-        rate_limit: {unit: hour, requests_per_unit: 5}
-  - key: free
-    rate_limit: {unlimited: true}
-  - key: watched
-    shadow_mode: true
-    rate_limit: {unit: hour, requests_per_unit: 1}
-`,
-}
-
+// configDir copies the configs ported from envoyproxy/ratelimit's
+// integration tests (plus features.yaml) into a fresh directory.
 func configDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, data := range configFiles {
-		writeFile(t, filepath.Join(dir, name), data)
+	names, err := filepath.Glob("../envoyconf/testdata/integration/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		require.NoError(t, err)
+		writeFile(t, filepath.Join(dir, filepath.Base(name)), string(data))
 	}
 	return dir
 }

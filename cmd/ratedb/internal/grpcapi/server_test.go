@@ -34,50 +34,9 @@ var now = time.Date(2026, 11, 23, 10, 0, 30, 0, time.UTC)
 // configYAML ports the configs of envoyproxy/ratelimit's integration tests
 // (basic, another, reload) and adds the features they do not cover.
 
-var files = map[string]string{
-	"basic.yaml": `domain: basic
-descriptors:
-  - key: key1
-    rate_limit: {unit: second, requests_per_unit: 50}
-  - key: one_per_minute
-    rate_limit: {unit: minute, requests_per_unit: 1}
-  - key: block
-    rate_limit: {unit: second, requests_per_unit: 0}
-`,
-	"another.yaml": `domain: another
-descriptors:
-  - key: key2
-    rate_limit: {unit: minute, requests_per_unit: 20}
-  - key: key3
-    rate_limit: {unit: hour, requests_per_unit: 10}
-  - key: key4
-    rate_limit: {unit: day, requests_per_unit: 20}
-`,
-	"features.yaml": `domain: features
-descriptors:
-  - key: tenant
-    value: acme
-    descriptors:
-      - key: path
-        value: /api/*
-        rate_limit: {unit: minute, requests_per_unit: 3}
-      - key: path
-        rate_limit: {unit: minute, requests_per_unit: 5}
-  - key: free
-    rate_limit: {unlimited: true}
-  - key: watched
-    shadow_mode: true
-    rate_limit: {unit: minute, requests_per_unit: 2}
-  - key: specific
-    rate_limit: {name: specific, replaces: [{name: general}], unit: minute, requests_per_unit: 100}
-  - key: general
-    rate_limit: {name: general, unit: minute, requests_per_unit: 1}
-  - key: shared
-    value: files/*
-    share_threshold: true
-    rate_limit: {unit: minute, requests_per_unit: 2}
-`,
-}
+// integrationDir holds the configs ported from envoyproxy/ratelimit's
+// integration tests, plus features.yaml.
+const integrationDir = "../envoyconf/testdata/integration"
 
 type fixture struct {
 	client rlsv3.RateLimitServiceClient
@@ -90,8 +49,12 @@ type fixture struct {
 func start(t *testing.T, opts *grpcapi.Options) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	for name, data := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600))
+	names, err := filepath.Glob(filepath.Join(integrationDir, "*.yaml"))
+	require.NoError(t, err)
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.Base(name)), data, 0o600))
 	}
 	cfg, err := envoyconf.Load(dir)
 	require.NoError(t, err)
@@ -280,7 +243,7 @@ func TestFeatures(t *testing.T) {
 			resp = f.call(t, "features", 1, desc("watched", "x"))
 			assert.Equal(t, ok, resp.GetOverallCode())
 		}
-		assert.Equal(t, []st{{Code: ok, HasLimit: true, Requests: 2, Unit: min_, Reset: 30}}, statuses(resp), "over the limit: remaining 0")
+		assert.Equal(t, []st{{Code: ok, HasLimit: true, Requests: 2, Unit: hour, Reset: 3570}}, statuses(resp), "over the limit: remaining 0")
 	})
 	t.Run("replaces", func(t *testing.T) {
 		for range 3 {

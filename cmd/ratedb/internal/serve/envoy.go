@@ -65,6 +65,9 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 		return nil, nil
 	}
 	var cfg *envoyconf.Config
+	// Stamp before loading, so that a change made during or after the
+	// load is seen by the first poll.
+	last := envoyconf.Stamp(e.Config)
 	if e.Config != "" {
 		var err error
 		if cfg, err = envoyconf.Load(e.Config); err != nil {
@@ -104,7 +107,6 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 			defer t.Stop()
 			poll = t.C
 		}
-		last := envoyconf.Stamp(e.Config)
 		for {
 			select {
 			case <-ctx.Done():
