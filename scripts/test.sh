@@ -25,3 +25,13 @@ if [ -f bench/go.mod ]; then
   echo "== bench module (smoke)"
   (cd bench && go vet ./... && go test -short -timeout 20m ./...)
 fi
+# --- service block (issue 12: cmd/ratedb and ratedbprom) ---
+echo "== service: vet and go test -race -shuffle=on ./cmd/ratedb/... ./ratedbprom/..."
+go vet ./cmd/ratedb/... ./ratedbprom/...
+go test -race -shuffle=on -timeout 10m ./cmd/ratedb/... ./ratedbprom/...
+echo "== service: fuzz (short)"
+go test -run '^$' -fuzz '^FuzzDecodeCheck$' -fuzztime 10s ./cmd/ratedb/internal/httpapi
+go test -run '^$' -fuzz '^FuzzDecodeRule$' -fuzztime 10s ./cmd/ratedb/internal/httpapi
+go test -run '^$' -fuzz '^FuzzBuild$' -fuzztime 10s ./cmd/ratedb/internal/rules
+go test -run '^$' -fuzz '^FuzzMatchPattern$' -fuzztime 10s ./cmd/ratedb/internal/rules
+# --- end of service block ---
