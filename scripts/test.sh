@@ -31,6 +31,7 @@ go vet ./cmd/ratedb/... ./ratedbprom/...
 go test -race -shuffle=on -timeout 10m ./cmd/ratedb/... ./ratedbprom/...
 echo "== service: fuzz (short)"
 go test -run '^$' -fuzz '^FuzzDecodeCheck$' -fuzztime 10s ./cmd/ratedb/internal/httpapi
+go test -run '^$' -fuzz '^FuzzDecodeCheckFast$' -fuzztime 10s ./cmd/ratedb/internal/httpapi
 go test -run '^$' -fuzz '^FuzzDecodeRule$' -fuzztime 10s ./cmd/ratedb/internal/httpapi
 go test -run '^$' -fuzz '^FuzzBuild$' -fuzztime 10s ./cmd/ratedb/internal/rules
 go test -run '^$' -fuzz '^FuzzMatchPattern$' -fuzztime 10s ./cmd/ratedb/internal/rules
