@@ -25,9 +25,19 @@ if [ -f bench/go.mod ]; then
   echo "== bench module (smoke)"
   (cd bench && go vet ./... && go test -short -timeout 20m ./...)
 fi
+# --- service block (issue 12: cmd/ratedb and ratedbprom) ---
+echo "== service: vet and go test -race -shuffle=on ./cmd/ratedb/... ./ratedbprom/..."
+go vet ./cmd/ratedb/... ./ratedbprom/...
+go test -race -shuffle=on -timeout 10m ./cmd/ratedb/... ./ratedbprom/...
+echo "== service: fuzz (short)"
+go test -run '^$' -fuzz '^FuzzDecodeCheck$' -fuzztime 10s ./cmd/ratedb/internal/httpapi
+go test -run '^$' -fuzz '^FuzzDecodeCheckFast$' -fuzztime 10s ./cmd/ratedb/internal/httpapi
+go test -run '^$' -fuzz '^FuzzDecodeRule$' -fuzztime 10s ./cmd/ratedb/internal/httpapi
+go test -run '^$' -fuzz '^FuzzBuild$' -fuzztime 10s ./cmd/ratedb/internal/rules
+go test -run '^$' -fuzz '^FuzzMatchPattern$' -fuzztime 10s ./cmd/ratedb/internal/rules
+# --- end of service block ---
 # --- envoy (issue 13): Envoy rate limit protocol in cmd/ratedb ---
-echo "== cmd/ratedb (envoy)"
-go test -race -shuffle=on -timeout 10m ./cmd/ratedb/...
+echo "== envoy: fuzz (short); its tests run in the service block's go test ./cmd/ratedb/..."
 go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./cmd/ratedb/internal/envoyconf
 go test -run '^$' -fuzz '^FuzzCheck$' -fuzztime 10s ./cmd/ratedb/internal/grpcapi
 # --- end envoy ---

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -37,6 +38,17 @@ usage:
 `
 
 func main() {
+	// RATEDB_CPUPROFILE=FILE writes a CPU profile of the whole run, for
+	// the benchmark in bench/cmd/httpload.
+	if p := os.Getenv("RATEDB_CPUPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			code := run(os.Args[1:], os.Stdout, os.Stderr)
+			pprof.StopCPUProfile()
+			f.Close()
+			os.Exit(code)
+		}
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
