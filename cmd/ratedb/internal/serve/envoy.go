@@ -74,6 +74,8 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 			return nil, fmt.Errorf("--envoy-config: %w", err)
 		}
 		log.Info("envoy config: loaded", "path", e.Config, "files", len(cfg.Files()), "rules", len(cfg.Rules()))
+	} else {
+		log.Warn("--grpc without --envoy-config: no domain is configured, so every descriptor answers OK with no limit")
 	}
 	tlsConf, err := grpcapi.TLSConfig(e.TLSCert, e.TLSKey, e.TLSClientCA)
 	if err != nil {
