@@ -207,6 +207,23 @@ func TestHitsAddend(t *testing.T) {
 	assert.Equal(t, []uint32{6, 10}, []uint32{resp.GetStatuses()[0].GetLimitRemaining(), resp.GetStatuses()[1].GetLimitRemaining()})
 }
 
+func TestNegativeHitsRefund(t *testing.T) {
+	f := start(t, nil)
+	remaining := func(resp *rlsv3.RateLimitResponse) uint32 { return resp.GetStatuses()[0].GetLimitRemaining() }
+	assert.EqualValues(t, 0, remaining(f.call(t, "basic", 1, desc("one_per_minute", "n"))))
+	assert.Equal(t, over, f.call(t, "basic", 1, desc("one_per_minute", "n")).GetOverallCode())
+
+	refund := desc("one_per_minute", "n")
+	refund.IsNegativeHits = true
+	resp := f.call(t, "basic", 1, refund)
+	assert.Equal(t, []st{{Code: ok, HasLimit: true, Requests: 1, Unit: min_, Remaining: 1, Reset: 30}}, statuses(resp))
+	assert.Equal(t, ok, f.call(t, "basic", 1, desc("one_per_minute", "n")).GetOverallCode(), "the refunded hit is usable again")
+
+	refund.HitsAddend = wrapperspb.UInt64(10)
+	assert.EqualValues(t, 1, remaining(f.call(t, "basic", 1, refund)), "never below zero")
+	assert.EqualValues(t, 1, remaining(f.call(t, "basic", 1, refund)), "a key without hits stays at zero")
+}
+
 func TestSameDescriptorTwiceCountsTwice(t *testing.T) {
 	f := start(t, nil)
 	resp := f.call(t, "basic", 1, desc("one_per_minute", "u"), desc("one_per_minute", "u"))
@@ -286,8 +303,6 @@ func TestLimitOverride(t *testing.T) {
 
 func TestInvalidRequests(t *testing.T) {
 	f := start(t, nil)
-	neg := desc("key2", "secret-value-42")
-	neg.IsNegativeHits = true
 	badUnit := desc("key2", "secret-value-42")
 	badUnit.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1}
 	many := make([]*ratelimitv3.RateLimitDescriptor, grpcapi.MaxDescriptors+1)
@@ -300,7 +315,6 @@ func TestInvalidRequests(t *testing.T) {
 	}{
 		{"empty domain", &rlsv3.RateLimitRequest{Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("key2", "secret-value-42")}}},
 		{"no descriptors", &rlsv3.RateLimitRequest{Domain: "another"}},
-		{"negative hits", &rlsv3.RateLimitRequest{Domain: "another", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("key2", "secret-value-42"), neg}}},
 		{"override without unit", &rlsv3.RateLimitRequest{Domain: "another", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("key2", "secret-value-42"), badUnit}}},
 		{"too many descriptors", &rlsv3.RateLimitRequest{Domain: "another", Descriptors: many}},
 	}
