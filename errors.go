@@ -1,6 +1,10 @@
 package ratedb
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/ratedb/ratedb/internal/limits"
+)
 
 // Errors returned by ratedb. Match them with errors.Is: most are wrapped with
 // the detail of what went wrong.
@@ -14,7 +18,7 @@ var (
 	// number of milliseconds, an unknown algorithm, a negative limit or count,
 	// a non-positive increment, a nil context, or an invalid Options field.
 	// A call that returns it changes nothing.
-	ErrInvalidArgument = errors.New("ratedb: invalid argument")
+	ErrInvalidArgument = limits.ErrInvalidArgument
 
 	// ErrLocked is returned by Open when another DB handle (in this process or
 	// another one) still holds the file's lock after Options.OpenTimeout.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ratedb/ratedb/internal/record"
+	"github.com/ratedb/ratedb/internal/limits"
 )
 
 // Tier is one window of a Layered limiter: at most Limit hits per Scale.
@@ -39,25 +39,12 @@ type Layered struct {
 // milliseconds) and a limit >= 0. Tiers need not be ordered; results report
 // them in the order given.
 func (db *DB) Layered(alg Algorithm, tiers ...Tier) (*Layered, error) {
-	if !alg.valid() {
-		return nil, fmt.Errorf("%w: unknown algorithm %d", ErrInvalidArgument, int(alg))
+	if err := limits.Algorithm(int(alg)); err != nil {
+		return nil, err
 	}
-	if len(tiers) == 0 {
-		return nil, fmt.Errorf("%w: a layered limiter needs at least one tier", ErrInvalidArgument)
-	}
-	if len(tiers) > record.MaxTiers {
-		return nil, fmt.Errorf("%w: %d tiers, at most %d", ErrInvalidArgument, len(tiers), record.MaxTiers)
-	}
-	scales := make([]int64, len(tiers))
-	for i, t := range tiers {
-		ms, err := scaleMillis(t.Scale)
-		if err != nil {
-			return nil, fmt.Errorf("tier %d: %w", i, err)
-		}
-		if t.Limit < 0 {
-			return nil, fmt.Errorf("%w: tier %d: limit %d is negative", ErrInvalidArgument, i, t.Limit)
-		}
-		scales[i] = ms
+	scales, err := limits.Tiers(len(tiers), func(i int) (time.Duration, int64) { return tiers[i].Scale, tiers[i].Limit })
+	if err != nil {
+		return nil, err
 	}
 	s, err := db.specFor(alg, scales, true)
 	if err != nil {

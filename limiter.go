@@ -41,8 +41,6 @@ func (a Algorithm) String() string {
 	return fmt.Sprintf("Algorithm(%d)", int(a))
 }
 
-func (a Algorithm) valid() bool { return a >= FixedWindow && a <= StaggeredWindow }
-
 // Result is the decision for one hit. Being over the limit is a result
 // (Allowed false), not an error.
 type Result struct {

@@ -3,13 +3,14 @@ package ratedb
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"hash/maphash"
 	"time"
+
+	"github.com/ratedb/ratedb/internal/limits"
 )
 
 // MaxKeyLen is the largest key, in bytes, that a limiter accepts.
-const MaxKeyLen = 4096
+const MaxKeyLen = limits.MaxKeyLen
 
 // maxCount is the largest count a window can hold.
 const maxCount = int64(^uint64(0) >> 1)
@@ -67,31 +68,13 @@ func specPrefix(alg Algorithm, scales []int64, layered bool) []byte {
 	return p
 }
 
-// scaleMillis validates a scale and converts it to milliseconds.
-func scaleMillis(scale time.Duration) (int64, error) {
-	if scale < time.Millisecond {
-		return 0, fmt.Errorf("%w: scale %v is under one millisecond", ErrInvalidArgument, scale)
-	}
-	if scale%time.Millisecond != 0 {
-		return 0, fmt.Errorf("%w: scale %v is not a whole number of milliseconds", ErrInvalidArgument, scale)
-	}
-	return int64(scale / time.Millisecond), nil
-}
+// scaleMillis validates a scale and converts it to milliseconds (the rule
+// every backend shares: internal/limits).
+func scaleMillis(scale time.Duration) (int64, error) { return limits.ScaleMillis(scale) }
 
 // checkCall validates the arguments every keyed call shares. The key itself
 // is never echoed: it may be personal data.
-func checkCall(ctx context.Context, key string) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
-	}
-	if len(key) == 0 {
-		return fmt.Errorf("%w: empty key", ErrInvalidArgument)
-	}
-	if len(key) > MaxKeyLen {
-		return fmt.Errorf("%w: key of %d bytes is over MaxKeyLen (%d)", ErrInvalidArgument, len(key), MaxKeyLen)
-	}
-	return ctx.Err()
-}
+func checkCall(ctx context.Context, key string) error { return limits.CheckCall(ctx, key) }
 
 // hash is the in-memory hash of key under this spec. It is seeded per spec
 // and process and never persisted.

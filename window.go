@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/ratedb/ratedb/internal/limits"
 )
 
 // Window is a limiter over windows of one algorithm and one scale, obtained
@@ -20,8 +22,8 @@ type Window struct {
 // Calls with the same arguments return the same *Window. scale must be at
 // least one millisecond and a whole number of milliseconds.
 func (db *DB) Window(alg Algorithm, scale time.Duration) (*Window, error) {
-	if !alg.valid() {
-		return nil, fmt.Errorf("%w: unknown algorithm %d", ErrInvalidArgument, int(alg))
+	if err := limits.Algorithm(int(alg)); err != nil {
+		return nil, err
 	}
 	ms, err := scaleMillis(scale)
 	if err != nil {

@@ -25,10 +25,21 @@ if [ -f bench/go.mod ]; then
   echo "== bench module (smoke)"
   (cd bench && go vet ./... && go test -short -timeout 20m ./...)
 fi
+# --- redisstore (issue 10): real redis-server, standalone and Cluster ---
+echo "== redisstore (real redis-server)"
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server
+fi
+(cd redisstore && go vet ./...)
+RATEDB_REQUIRE_REDIS=1 go test -race -shuffle=on -timeout 10m ./redisstore/...
+# --- end redisstore ---
 # --- service block (issue 12: cmd/ratedb and ratedbprom) ---
 echo "== service: vet and go test -race -shuffle=on ./cmd/ratedb/... ./ratedbprom/..."
 go vet ./cmd/ratedb/... ./ratedbprom/...
-go test -race -shuffle=on -timeout 10m ./cmd/ratedb/... ./ratedbprom/...
+# The --redis end-to-end test needs redis-server (installed by the redisstore block above).
+command -v redis-server >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server; }
+RATEDB_REQUIRE_REDIS=1 go test -race -shuffle=on -timeout 10m ./cmd/ratedb/... ./ratedbprom/...
 echo "== service: fuzz (short)"
 go test -run '^$' -fuzz '^FuzzDecodeCheck$' -fuzztime 10s ./cmd/ratedb/internal/httpapi
 go test -run '^$' -fuzz '^FuzzDecodeCheckFast$' -fuzztime 10s ./cmd/ratedb/internal/httpapi

@@ -1,0 +1,17 @@
+package redisstore
+
+// Hooks for the tests that drive the scripts directly (pipelined, to reach
+// a million hits quickly): the exact keys and arguments a call sends.
+
+// CountScript is the script of Hit and Inc.
+var CountScript = countScript
+
+// HitArgs returns the keys and arguments Hit(key, limit, increment) sends.
+func (w *Window) HitArgs(key string, limit, increment int64) ([]string, []any) {
+	return w.sp.countArgs(key, true, increment, []int64{limit})
+}
+
+// HitArgs returns the keys and arguments Hit(key, increment) sends.
+func (l *Layered) HitArgs(key string, increment int64) ([]string, []any) {
+	return l.sp.countArgs(key, true, increment, l.limits())
+}

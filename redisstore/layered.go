@@ -1,0 +1,178 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/internal/limits"
+)
+
+// Layered limits a key by several windows at once in Redis, as
+// *ratedb.Layered does in the embedded DB, with the same answers: a hit is
+// allowed only if every tier has room for it, and then every tier counts
+// it; a denied hit changes no tier. All tiers of a key live in one Redis key
+// and one script decides and updates them, so the all-or-nothing rule holds
+// across processes. Layered limiters with the same algorithm and scales
+// share counters, whatever their limits.
+//
+// A Layered is safe for concurrent use; it is an httplimit.Rater. Every
+// method returns an error matching ratedb.ErrUnavailable, and no decision,
+// when Redis does not answer within Options.Timeout.
+type Layered struct {
+	sp    *spec
+	tiers []ratedb.Tier
+}
+
+// Layered returns a limiter over the given tiers: at least one and at most
+// 16, each with a scale of at least one millisecond (a whole number of
+// milliseconds) and a limit >= 0. Tiers need not be ordered; results report
+// them in the order given. Errors match ratedb.ErrInvalidArgument.
+func (s *Store) Layered(alg ratedb.Algorithm, tiers ...ratedb.Tier) (*Layered, error) {
+	if err := limits.Algorithm(int(alg)); err != nil {
+		return nil, err
+	}
+	scales, err := limits.Tiers(len(tiers), func(i int) (time.Duration, int64) { return tiers[i].Scale, tiers[i].Limit })
+	if err != nil {
+		return nil, err
+	}
+	return &Layered{sp: s.newSpec(alg, scales, true), tiers: append([]ratedb.Tier(nil), tiers...)}, nil
+}
+
+// limits returns the tiers' limits, in tier order.
+func (l *Layered) limits() []int64 {
+	lims := make([]int64, len(l.tiers))
+	for i, t := range l.tiers {
+		lims[i] = t.Limit
+	}
+	return lims
+}
+
+// Tiers returns a copy of the tiers, in the order given.
+func (l *Layered) Tiers() []ratedb.Tier { return append([]ratedb.Tier(nil), l.tiers...) }
+
+// Algorithm returns the limiter's algorithm.
+func (l *Layered) Algorithm() ratedb.Algorithm { return l.sp.alg }
+
+// Hit counts increment (> 0) against key in every tier if every tier has
+// room for it, and reports the decision. Result.Tiers holds every tier's
+// state after the call; the top-level Count, Limit, Remaining, ResetAt and
+// Scale are those of Result.Tier, the tier that bound the decision: on a
+// denial, the denying tier that frees up last (RetryAfter is the time until
+// every denying tier has started a new window); when allowed, the tier with
+// the least room left.
+func (l *Layered) Hit(ctx context.Context, key string, increment int64) (ratedb.Result, error) {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return ratedb.Result{}, err
+	}
+	if increment <= 0 {
+		return ratedb.Result{}, fmt.Errorf("%w: increment %d is not positive", ratedb.ErrInvalidArgument, increment)
+	}
+	allowed, now, ts, err := l.sp.count(ctx, key, true, increment, l.limits())
+	if err != nil {
+		return ratedb.Result{}, err
+	}
+	trs := make([]ratedb.TierResult, len(l.tiers))
+	bind := 0
+	for i, t := range l.tiers {
+		trs[i] = ratedb.TierResult{
+			Scale:     t.Scale,
+			Limit:     t.Limit,
+			Count:     ts[i].count,
+			Remaining: max(0, t.Limit-ts[i].count),
+			ResetAt:   time.UnixMilli(ts[i].end),
+			Fits:      ts[i].fits,
+		}
+		if allowed {
+			if trs[i].Remaining < trs[bind].Remaining {
+				bind = i
+			}
+		} else if !trs[i].Fits && (trs[bind].Fits || trs[i].ResetAt.After(trs[bind].ResetAt)) {
+			bind = i
+		}
+	}
+	b := trs[bind]
+	r := ratedb.Result{
+		Allowed:   allowed,
+		Count:     b.Count,
+		Limit:     b.Limit,
+		Remaining: b.Remaining,
+		ResetAt:   b.ResetAt,
+		Scale:     b.Scale,
+		Tier:      bind,
+		Tiers:     trs,
+	}
+	if !allowed {
+		r.RetryAfter = time.Duration(b.ResetAt.UnixMilli()-now) * time.Millisecond
+	}
+	return r, nil
+}
+
+// Inc adds increment (> 0) to key in every tier without a limit check and
+// returns the new counts, in tier order. A count past MaxCount is refused
+// with ratedb.ErrInvalidArgument and changes nothing.
+func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64, error) {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return nil, err
+	}
+	if increment <= 0 {
+		return nil, fmt.Errorf("%w: increment %d is not positive", ratedb.ErrInvalidArgument, increment)
+	}
+	if increment > MaxCount {
+		return nil, fmt.Errorf("%w: increment %d would overflow tier 0's count", ratedb.ErrInvalidArgument, increment)
+	}
+	_, _, ts, err := l.sp.count(ctx, key, false, increment, nil)
+	if err != nil {
+		return nil, err
+	}
+	counts := make([]int64, len(ts))
+	for i, t := range ts {
+		counts[i] = t.count
+	}
+	return counts, nil
+}
+
+// Get returns key's count in each tier's current window (0 for a tier with
+// none), in tier order. It opens no window.
+func (l *Layered) Get(ctx context.Context, key string) ([]int64, error) {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return nil, err
+	}
+	ts, err := l.sp.read(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(ts))
+	for i, t := range ts {
+		out[i] = t.count
+	}
+	return out, nil
+}
+
+// ExpiresAt returns the end of each tier's current window for key (the zero
+// Time for a tier with none), in tier order.
+func (l *Layered) ExpiresAt(ctx context.Context, key string) ([]time.Time, error) {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return nil, err
+	}
+	ts, err := l.sp.read(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]time.Time, len(ts))
+	for i, t := range ts {
+		if t.end != 0 {
+			out[i] = time.UnixMilli(t.end)
+		}
+	}
+	return out, nil
+}
+
+// Reset forgets key's windows in every tier.
+func (l *Layered) Reset(ctx context.Context, key string) error {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return err
+	}
+	return l.sp.reset(ctx, key)
+}

@@ -1,0 +1,144 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// The Lua scripts, one per operation. Times are Unix milliseconds and
+// counts integers; Lua holds both as doubles, exact up to 2^53 (counts are
+// capped at MaxCount, and times and scales stay far below 2^53 ms).
+//
+// A counter key holds "c1,e1,c2,e2,…": the count and the window end of each
+// tier (one tier for a Window). It is always written with SET … PX, the
+// value and its expiry in one command, the expiry being the end of the
+// latest tier's window: no key ever exists without a TTL.
+
+// prelude holds the helpers every script shares.
+const prelude = `
+local function clock(a)
+  if a ~= '' then return tonumber(a) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function decode(s)
+  local out, i = {}, 0
+  for v in string.gmatch(s, '[^,]+') do
+    i = i + 1
+    out[i] = tonumber(v)
+  end
+  return out
+end
+local function encode(t)
+  if #t == 2 then return string.format('%d,%d', t[1], t[2]) end
+  local parts = {}
+  for i = 1, #t do parts[i] = string.format('%d', t[i]) end
+  return table.concat(parts, ',')
+end
+-- nextEnd is the end of the window a tier opens at now (see window.go,
+-- perkey.go and staggered.go of the root package): FixedWindow (off = 0)
+-- and StaggeredWindow windows are [off + k*scale, off + (k+1)*scale);
+-- a PerKeyWindow window starts at now.
+local function nextEnd(alg, now, scale, off)
+  if alg == 2 then return now + scale end
+  local x = now - off
+  local q = math.floor(x / scale)
+  local r = x - q * scale
+  if r < 0 then q = q - 1 elseif r >= scale then q = q + 1 end
+  return q * scale + scale + off
+end
+`
+
+// countScript is Hit and Inc, for a Window (one tier) or a Layered limiter.
+//
+// KEYS[1] is the counter key; KEYS[2], if present, the request's dedup key.
+// ARGV: now (empty: read TIME), algorithm (1 fixed, 2 per key, 3 staggered),
+// increment, dedup TTL (ms), mode ('h' hit, 'i' inc), MaxCount, then per
+// tier its scale, stagger offset and limit.
+//
+// It returns {allowed, now, c1, e1, fits1, c2, e2, fits2, …}, the counts
+// being those after the call. A hit is allowed only if every tier has room;
+// then every tier counts it, else nothing changes. Inc counts without a
+// check and fails with RATEDB_OVERFLOW past MaxCount.
+//
+// Deduplication: a counted call stores its reply under KEYS[2] (SET NX, for
+// the dedup TTL) before it writes the counter; if KEYS[2] already exists,
+// the call is a retry of one that was counted, and it returns that reply
+// and writes nothing. A call that would be denied also returns the stored
+// reply if there is one (the first attempt was allowed and counted). So a
+// counted call costs TIME, GET, SET NX and SET; a denied one TIME, GET, GET.
+var countScript = redis.NewScript(prelude + `
+local now = clock(ARGV[1])
+local dk = KEYS[2]
+local alg, inc, mode, maxc = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5], tonumber(ARGV[6])
+local n = (#ARGV - 6) / 3
+local st = {}
+local cur = redis.call('GET', KEYS[1])
+if cur then st = decode(cur) end
+local reply = {1, now}
+for i = 1, n do
+  local b = 6 + 3 * (i - 1)
+  local scale, off, limit = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  local c, e = st[2 * i - 1], st[2 * i]
+  if c == nil or e == nil or e <= now then
+    c, e = 0, nextEnd(alg, now, scale, off)
+  end
+  local fits = 1
+  if mode == 'h' then
+    if c > limit - inc then
+      fits, reply[1] = 0, 0
+    end
+  elseif c > maxc - inc then
+    return redis.error_reply('RATEDB_OVERFLOW ' .. (i - 1))
+  end
+  reply[3 * i], reply[3 * i + 1], reply[3 * i + 2] = c, e, fits
+end
+if reply[1] == 0 then
+  if dk then
+    local prev = redis.call('GET', dk)
+    if prev then return decode(prev) end
+  end
+  return reply
+end
+local state, maxEnd = {}, 0
+for i = 1, n do
+  local c, e = reply[3 * i] + inc, reply[3 * i + 1]
+  reply[3 * i] = c
+  state[2 * i - 1], state[2 * i] = c, e
+  if e > maxEnd then maxEnd = e end
+end
+if dk then
+  local prev = redis.call('SET', dk, encode(reply), 'NX', 'PX', ARGV[4], 'GET')
+  if prev then return decode(prev) end
+end
+redis.call('SET', KEYS[1], encode(state), 'PX', maxEnd - now)
+return reply
+`)
+
+// readScript is Get and ExpiresAt: it returns {now, stored value or an empty string}.
+// KEYS[1] is the counter key, ARGV[1] now (empty: read TIME).
+var readScript = redis.NewScript(prelude + `
+local now = clock(ARGV[1])
+local cur = redis.call('GET', KEYS[1])
+return {now, cur or ''}
+`)
+
+// setScript is Window.Set. KEYS[1] is the counter key; ARGV: now (empty: reads
+// TIME), algorithm, scale, stagger offset, count. FixedWindow and
+// StaggeredWindow set the count of the current window (opening it if
+// needed); PerKeyWindow restarts the window at now. It returns the count.
+var setScript = redis.NewScript(prelude + `
+local now = clock(ARGV[1])
+local alg, scale, off, count = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local e
+if alg ~= 2 then
+  local cur = redis.call('GET', KEYS[1])
+  if cur then
+    local st = decode(cur)
+    if st[2] and st[2] > now then e = st[2] end
+  end
+end
+if not e then e = nextEnd(alg, now, scale, off) end
+redis.call('SET', KEYS[1], encode({count, e}), 'PX', e - now)
+return count
+`)
+
+// resetScript is Reset: it deletes the counter key.
+var resetScript = redis.NewScript(`return redis.call('DEL', KEYS[1])`)

@@ -1,0 +1,390 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/internal/limits"
+	"github.com/redis/go-redis/v9"
+)
+
+// MaxCount is the largest count a redisstore window holds: 2^53-1, the
+// largest integer Redis's Lua scripts compute exactly. Set and Inc past it
+// return ErrInvalidArgument; a Hit never counts past a limit, and a limit
+// above MaxCount behaves as MaxCount. (The embedded DB holds counts up to
+// 2^63-1.)
+const MaxCount = int64(1)<<53 - 1
+
+// Defaults.
+const (
+	DefaultPrefix      = "ratedb:"
+	DefaultTimeout     = 50 * time.Millisecond
+	DefaultDedupWindow = time.Second
+)
+
+// Clock is the time source of a Store's windows: ServerClock (the default)
+// or LocalClock.
+type Clock struct {
+	now   func() time.Time // nil: Redis TIME
+	isNil bool             // LocalClock(nil), which New rejects
+}
+
+// ServerClock reads the time with Redis's TIME command inside each script,
+// so every instance sharing the Redis server agrees on every window, however
+// skewed their own clocks are. It is the zero Clock, the default.
+var ServerClock = Clock{}
+
+// LocalClock makes f, called once per operation, the time source (Unix
+// milliseconds of f()). Use it to drive windows from a fake clock in tests,
+// or when the callers' clocks are known to agree; instances with skewed
+// clocks then disagree on window boundaries by their skew. f must not be nil.
+func LocalClock(f func() time.Time) Clock {
+	return Clock{now: f, isNil: f == nil}
+}
+
+// Options configures a Store. The zero value of every field selects its
+// default; pass nil to New for all defaults. New copies the Options.
+type Options struct {
+	// Prefix starts the name of every Redis key the Store writes. Two Stores
+	// with different prefixes never share a key. Default "ratedb:". It must
+	// not contain '{' or '}': the hash tag of every key is the user key, and
+	// a tag in the prefix would put every key in one Cluster slot.
+	Prefix string
+
+	// Timeout bounds every call, whatever ctx says: a call Redis has not
+	// answered after Timeout returns an error matching
+	// ratedb.ErrUnavailable. The Store enforces it itself, even for a client
+	// built without ContextTimeoutEnabled (which makes go-redis ignore
+	// context deadlines on socket reads): such calls run in a goroutine
+	// that the Store stops waiting for; the goroutine ends when go-redis's
+	// own ReadTimeout fires. Build the client with ContextTimeoutEnabled to
+	// spare that goroutine. Default 50 ms. Negative is invalid.
+	Timeout time.Duration
+
+	// Clock is the time source: ServerClock (default) or LocalClock(f).
+	Clock Clock
+
+	// DedupWindow is how long Redis remembers a counted call (Hit, Inc) by
+	// its request id, so that a retry of it by go-redis (after a lost reply)
+	// returns the first answer instead of counting again. It costs one small
+	// Redis key per counted call for this long. Default 1 second; it must be
+	// a whole number of milliseconds and at least Timeout (go-redis sends
+	// every retry of a call within the call's Timeout). Negative disables
+	// deduplication: do that only with a client that never retries
+	// (MaxRetries -1), or a lost reply may count a hit twice.
+	DedupWindow time.Duration
+}
+
+// Store is a ratedb backend on one Redis deployment (a server, a Sentinel
+// group or a Cluster, through any redis.UniversalClient). It holds no state
+// of its own besides its options: every count lives in Redis. A Store is
+// safe for concurrent use.
+type Store struct {
+	c       redis.UniversalClient
+	prefix  string
+	timeout time.Duration
+	now     func() time.Time // nil: ServerClock
+	dedupMS string           // DedupWindow in ms; "" when disabled
+	inline  bool             // the client honours context deadlines itself
+
+	idBase string        // random per Store, so request ids never collide across Stores
+	idSeq  atomic.Uint64 // per call
+}
+
+// New returns a Store on client, which the caller owns (and closes): the
+// Store never closes it. nil opts means all defaults. New returns an error
+// wrapping ratedb.ErrInvalidArgument for a nil client or invalid options,
+// reporting every invalid field at once. It does not contact Redis.
+func New(client redis.UniversalClient, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.DedupWindow == 0 {
+		o.DedupWindow = max(DefaultDedupWindow, o.Timeout.Truncate(time.Millisecond)+time.Millisecond)
+	}
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: redisstore: "+format, append([]any{ratedb.ErrInvalidArgument}, args...)...))
+	}
+	if client == nil {
+		bad("nil client")
+	}
+	if strings.ContainsAny(o.Prefix, "{}") {
+		bad("Options.Prefix holds '{' or '}'")
+	}
+	if o.Timeout < 0 {
+		bad("Options.Timeout %v is negative", o.Timeout)
+	}
+	if o.DedupWindow > 0 && o.DedupWindow < o.Timeout {
+		bad("Options.DedupWindow %v is shorter than Options.Timeout %v", o.DedupWindow, o.Timeout)
+	}
+	if o.DedupWindow > 0 && o.DedupWindow%time.Millisecond != 0 {
+		bad("Options.DedupWindow %v is not a whole number of milliseconds", o.DedupWindow)
+	}
+	if o.Clock.isNil {
+		bad("Options.Clock is LocalClock(nil)")
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var seed [8]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		return nil, fmt.Errorf("redisstore: request id seed: %w", err)
+	}
+	s := &Store{
+		c:       client,
+		prefix:  o.Prefix,
+		timeout: o.Timeout,
+		now:     o.Clock.now,
+		inline:  honoursDeadlines(client),
+		idBase:  hex.EncodeToString(seed[:]) + ".",
+	}
+	if o.DedupWindow > 0 {
+		s.dedupMS = strconv.FormatInt(o.DedupWindow.Milliseconds(), 10)
+	}
+	return s, nil
+}
+
+// honoursDeadlines reports whether client applies context deadlines to its
+// socket I/O (ContextTimeoutEnabled), so that a call can run on the
+// caller's goroutine under the Store's deadline.
+func honoursDeadlines(client redis.UniversalClient) bool {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// nowArg is the time argument of a script: "" (read TIME) for ServerClock,
+// else the local clock in Unix milliseconds.
+func (s *Store) nowArg() string {
+	if s.now == nil {
+		return ""
+	}
+	return strconv.FormatInt(s.now().UnixMilli(), 10)
+}
+
+// requestID returns a new id for a counted call, "" if deduplication is
+// disabled.
+func (s *Store) requestID() string {
+	if s.dedupMS == "" {
+		return ""
+	}
+	return s.idBase + strconv.FormatUint(s.idSeq.Add(1), 36)
+}
+
+// errOverflow is the error a script returns for an Inc past MaxCount,
+// followed by the tier's index.
+const errOverflow = "RATEDB_OVERFLOW "
+
+// run runs script within the Store's timeout and maps its failures: the
+// caller's cancelled context as it is (wrapped with ErrUnavailable), no
+// answer within Timeout or any Redis error as ErrUnavailable.
+func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var v any
+	var err error
+	if s.inline {
+		v, err = script.Run(cctx, s.c, keys, args...).Result()
+	} else {
+		type answer struct {
+			v   any
+			err error
+		}
+		ch := make(chan answer, 1)
+		go func() {
+			v, err := script.Run(cctx, s.c, keys, args...).Result()
+			ch <- answer{v, err}
+		}()
+		select {
+		case a := <-ch:
+			v, err = a.v, a.err
+		case <-cctx.Done():
+			err = cctx.Err()
+		}
+	}
+	if err == nil {
+		return v, nil
+	}
+	if perr := ctx.Err(); perr != nil {
+		return nil, fmt.Errorf("%w: redisstore: %w", ratedb.ErrUnavailable, perr)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || cctx.Err() != nil {
+		return nil, fmt.Errorf("%w: redisstore: no answer within %v", ratedb.ErrUnavailable, s.timeout)
+	}
+	return nil, fmt.Errorf("%w: redisstore: %w", ratedb.ErrUnavailable, err)
+}
+
+// overflowTier reports whether err is a script's overflow error and for
+// which tier.
+func overflowTier(err error) (int, bool) {
+	var re redis.Error
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Error(), errOverflow) {
+		return 0, false
+	}
+	i, _ := strconv.Atoi(strings.TrimPrefix(re.Error(), errOverflow))
+	return i, true
+}
+
+// spec is what a Window or Layered limiter is: an algorithm and one scale
+// per tier, named in its keys by suffix.
+type spec struct {
+	s      *Store
+	alg    ratedb.Algorithm
+	scales []int64 // ms
+	suffix string
+}
+
+func (s *Store) newSpec(alg ratedb.Algorithm, scales []int64, layered bool) *spec {
+	return &spec{s: s, alg: alg, scales: scales, suffix: specSuffix(alg, scales, layered)}
+}
+
+// tierState is one tier after a count: its count, window end and whether
+// the increment fitted.
+type tierState struct {
+	count, end int64
+	fits       bool
+}
+
+// countArgs returns the keys and arguments of countScript for key: a hit
+// checked against lims (one per tier) when hit is true, else an Inc.
+func (sp *spec) countArgs(key string, hit bool, increment int64, lims []int64) ([]string, []any) {
+	head := sp.s.tagged(key)
+	keys := []string{head + sp.suffix}
+	if id := sp.s.requestID(); id != "" {
+		keys = append(keys, head+":r"+id)
+	}
+	mode := "i"
+	if hit {
+		mode = "h"
+		increment = min(increment, MaxCount+1) // larger never fits either
+	}
+	args := make([]any, 0, 6+3*len(sp.scales))
+	args = append(args, sp.s.nowArg(), int(sp.alg), increment, sp.s.dedupMS, mode, MaxCount)
+	for i, sc := range sp.scales {
+		lim := int64(0)
+		if hit {
+			lim = min(lims[i], MaxCount)
+		}
+		args = append(args, sc, sp.offset(key, sc), lim)
+	}
+	return keys, args
+}
+
+// count runs countScript for key (see countArgs). It returns whether the
+// hit was allowed, the script's now and every tier's state.
+func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64, lims []int64) (bool, int64, []tierState, error) {
+	keys, args := sp.countArgs(key, hit, increment, lims)
+	v, err := sp.s.run(ctx, countScript, keys, args...)
+	if err != nil {
+		if i, ok := overflowTier(err); ok {
+			if len(sp.scales) == 1 {
+				return false, 0, nil, fmt.Errorf("%w: increment %d would overflow the count", ratedb.ErrInvalidArgument, increment)
+			}
+			return false, 0, nil, fmt.Errorf("%w: increment %d would overflow tier %d's count", ratedb.ErrInvalidArgument, increment, i)
+		}
+		return false, 0, nil, err
+	}
+	r, err := ints(v, 2+3*len(sp.scales))
+	if err != nil {
+		return false, 0, nil, err
+	}
+	ts := make([]tierState, len(sp.scales))
+	for i := range ts {
+		ts[i] = tierState{count: r[2+3*i], end: r[3+3*i], fits: r[4+3*i] == 1}
+	}
+	return r[0] == 1, r[1], ts, nil
+}
+
+// read returns every tier's count and end as the key's stored value holds
+// them (zero for a tier with no open window) and the script's now.
+func (sp *spec) read(ctx context.Context, key string) ([]tierState, error) {
+	v, err := sp.s.run(ctx, readScript, []string{sp.s.tagged(key) + sp.suffix}, sp.s.nowArg())
+	if err != nil {
+		return nil, err
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) != 2 {
+		return nil, badReply(v)
+	}
+	now, ok1 := a[0].(int64)
+	val, ok2 := a[1].(string)
+	if !ok1 || !ok2 {
+		return nil, badReply(v)
+	}
+	ts := make([]tierState, len(sp.scales))
+	if val == "" {
+		return ts, nil
+	}
+	f := strings.Split(val, ",")
+	if len(f) != 2*len(ts) {
+		return nil, badReply(v)
+	}
+	for i := range ts {
+		c, err1 := strconv.ParseInt(f[2*i], 10, 64)
+		e, err2 := strconv.ParseInt(f[2*i+1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, badReply(v)
+		}
+		if e > now {
+			ts[i] = tierState{count: c, end: e}
+		}
+	}
+	return ts, nil
+}
+
+// reset deletes key's counter.
+func (sp *spec) reset(ctx context.Context, key string) error {
+	_, err := sp.s.run(ctx, resetScript, []string{sp.s.tagged(key) + sp.suffix})
+	return err
+}
+
+// offset is key's stagger offset for a tier of scale ms (0 unless
+// StaggeredWindow): the embedded DB's, so a key resets at the same instant
+// on either backend.
+func (sp *spec) offset(key string, scale int64) int64 {
+	if sp.alg != ratedb.StaggeredWindow {
+		return 0
+	}
+	return limits.StaggerOffset(key, scale)
+}
+
+// ints converts a script's reply to n integers.
+func ints(v any, n int) ([]int64, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != n {
+		return nil, badReply(v)
+	}
+	out := make([]int64, n)
+	for i, x := range a {
+		if out[i], ok = x.(int64); !ok {
+			return nil, badReply(v)
+		}
+	}
+	return out, nil
+}
+
+// badReply reports a reply of the wrong shape (another program wrote our
+// key, or a script version mismatch); no decision was made.
+func badReply(v any) error {
+	return fmt.Errorf("%w: redisstore: unexpected reply of type %T", ratedb.ErrUnavailable, v)
+}

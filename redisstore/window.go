@@ -1,0 +1,158 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/internal/limits"
+)
+
+// Window is a limiter over windows of one algorithm and one scale in Redis,
+// obtained from Store.Window. It answers exactly as a *ratedb.Window of the
+// embedded DB does (see ratedb.Limiter), with one shared count per key for
+// every process using the same Redis and Prefix. Windows of different
+// algorithms or scales never share a counter, even for the same key.
+//
+// A Window is safe for concurrent use. Every method returns an error
+// matching ratedb.ErrUnavailable, and no decision, when Redis does not
+// answer within Options.Timeout.
+type Window struct {
+	sp *spec
+}
+
+var _ ratedb.Limiter = (*Window)(nil)
+
+// Window returns the limiter for windows of the given algorithm and scale.
+// scale must be at least one millisecond and a whole number of
+// milliseconds; errors match ratedb.ErrInvalidArgument.
+func (s *Store) Window(alg ratedb.Algorithm, scale time.Duration) (*Window, error) {
+	if err := limits.Algorithm(int(alg)); err != nil {
+		return nil, err
+	}
+	ms, err := limits.ScaleMillis(scale)
+	if err != nil {
+		return nil, err
+	}
+	return &Window{sp: s.newSpec(alg, []int64{ms}, false)}, nil
+}
+
+// Algorithm returns the window's algorithm.
+func (w *Window) Algorithm() ratedb.Algorithm { return w.sp.alg }
+
+// Scale returns the window length.
+func (w *Window) Scale() time.Duration { return time.Duration(w.sp.scales[0]) * time.Millisecond }
+
+// Hit counts increment against key if the key's current window has room for
+// it under limit (count+increment <= limit), and reports the decision. A
+// denied hit counts nothing and does not open a window. With any number of
+// processes hitting one key, exactly limit hits of increment 1 are allowed
+// per window.
+//
+// limit must be >= 0 (0 denies every hit) and increment > 0.
+func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (ratedb.Result, error) {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return ratedb.Result{}, err
+	}
+	if limit < 0 {
+		return ratedb.Result{}, fmt.Errorf("%w: limit %d is negative", ratedb.ErrInvalidArgument, limit)
+	}
+	if increment <= 0 {
+		return ratedb.Result{}, fmt.Errorf("%w: increment %d is not positive", ratedb.ErrInvalidArgument, increment)
+	}
+	allowed, now, ts, err := w.sp.count(ctx, key, true, increment, []int64{limit})
+	if err != nil {
+		return ratedb.Result{}, err
+	}
+	t := ts[0]
+	r := ratedb.Result{
+		Allowed:   allowed,
+		Count:     t.count,
+		Limit:     limit,
+		Remaining: max(0, limit-t.count),
+		ResetAt:   time.UnixMilli(t.end),
+		Scale:     w.Scale(),
+	}
+	if !allowed {
+		r.RetryAfter = time.Duration(t.end-now) * time.Millisecond
+	}
+	return r, nil
+}
+
+// Inc adds increment (> 0) to key's count in its current window, opening a
+// window if there is none, without a limit check, and returns the new count.
+// A count past MaxCount is refused with ratedb.ErrInvalidArgument.
+func (w *Window) Inc(ctx context.Context, key string, increment int64) (int64, error) {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return 0, err
+	}
+	if increment <= 0 {
+		return 0, fmt.Errorf("%w: increment %d is not positive", ratedb.ErrInvalidArgument, increment)
+	}
+	if increment > MaxCount {
+		return 0, fmt.Errorf("%w: increment %d would overflow the count", ratedb.ErrInvalidArgument, increment)
+	}
+	_, _, ts, err := w.sp.count(ctx, key, false, increment, nil)
+	if err != nil {
+		return 0, err
+	}
+	return ts[0].count, nil
+}
+
+// Set sets key's count (0 to MaxCount) and returns it. For FixedWindow and
+// StaggeredWindow it sets the count of the current window (opening it if
+// needed); for PerKeyWindow it restarts the key's window at now.
+func (w *Window) Set(ctx context.Context, key string, count int64) (int64, error) {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return 0, err
+	}
+	if count < 0 {
+		return 0, fmt.Errorf("%w: count %d is negative", ratedb.ErrInvalidArgument, count)
+	}
+	if count > MaxCount {
+		return 0, fmt.Errorf("%w: count %d is over MaxCount", ratedb.ErrInvalidArgument, count)
+	}
+	sp := w.sp
+	sc := sp.scales[0]
+	_, err := sp.s.run(ctx, setScript, []string{sp.s.tagged(key) + sp.suffix},
+		sp.s.nowArg(), int(sp.alg), sc, sp.offset(key, sc), count)
+	if err != nil {
+		return 0, err
+	}
+	return count, nil
+}
+
+// Get returns key's count in its current window, 0 if it has none. It does
+// not open a window.
+func (w *Window) Get(ctx context.Context, key string) (int64, error) {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return 0, err
+	}
+	ts, err := w.sp.read(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	return ts[0].count, nil
+}
+
+// ExpiresAt returns the end of key's current window, the zero Time if it
+// has none.
+func (w *Window) ExpiresAt(ctx context.Context, key string) (time.Time, error) {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return time.Time{}, err
+	}
+	ts, err := w.sp.read(ctx, key)
+	if err != nil || ts[0].end == 0 {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(ts[0].end), nil
+}
+
+// Reset forgets key's current window: the next hit opens a new one.
+func (w *Window) Reset(ctx context.Context, key string) error {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return err
+	}
+	return w.sp.reset(ctx, key)
+}
