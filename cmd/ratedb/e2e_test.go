@@ -300,13 +300,6 @@ func TestMetricsAndHealth(t *testing.T) {
 	assert.NotContains(t, body, `route="`)
 }
 
-func TestRedisRejected(t *testing.T) {
-	t.Parallel()
-	_, stderr, code := runTool(t, "serve", "--redis", "redis://127.0.0.1:6379/0", "--db", filepath.Join(t.TempDir(), "s.db"))
-	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "--redis is not available yet")
-}
-
 func TestVersionAndUsage(t *testing.T) {
 	t.Parallel()
 	out, _, code := runTool(t, "version")
