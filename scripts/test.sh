@@ -25,12 +25,6 @@ if [ -f bench/go.mod ]; then
   echo "== bench module (smoke)"
   (cd bench && go vet ./... && go test -short -timeout 20m ./...)
 fi
-# --- envoy (issue 13): Envoy rate limit protocol in cmd/ratedb ---
-echo "== cmd/ratedb (envoy)"
-go test -race -shuffle=on -timeout 10m ./cmd/ratedb/...
-go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./cmd/ratedb/internal/envoyconf
-go test -run '^$' -fuzz '^FuzzCheck$' -fuzztime 10s ./cmd/ratedb/internal/grpcapi
-# --- end envoy ---
 # --- redisstore (issue 10): real redis-server, standalone and Cluster ---
 echo "== redisstore (real redis-server)"
 if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
@@ -40,3 +34,21 @@ fi
 (cd redisstore && go vet ./...)
 RATEDB_REQUIRE_REDIS=1 go test -race -shuffle=on -timeout 10m ./redisstore/...
 # --- end redisstore ---
+# --- service block (issue 12: cmd/ratedb and ratedbprom) ---
+echo "== service: vet and go test -race -shuffle=on ./cmd/ratedb/... ./ratedbprom/..."
+go vet ./cmd/ratedb/... ./ratedbprom/...
+# The --redis end-to-end test needs redis-server (installed by the redisstore block above).
+command -v redis-server >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server; }
+RATEDB_REQUIRE_REDIS=1 go test -race -shuffle=on -timeout 10m ./cmd/ratedb/... ./ratedbprom/...
+echo "== service: fuzz (short)"
+go test -run '^$' -fuzz '^FuzzDecodeCheck$' -fuzztime 10s ./cmd/ratedb/internal/httpapi
+go test -run '^$' -fuzz '^FuzzDecodeCheckFast$' -fuzztime 10s ./cmd/ratedb/internal/httpapi
+go test -run '^$' -fuzz '^FuzzDecodeRule$' -fuzztime 10s ./cmd/ratedb/internal/httpapi
+go test -run '^$' -fuzz '^FuzzBuild$' -fuzztime 10s ./cmd/ratedb/internal/rules
+go test -run '^$' -fuzz '^FuzzMatchPattern$' -fuzztime 10s ./cmd/ratedb/internal/rules
+# --- end of service block ---
+# --- envoy (issue 13): Envoy rate limit protocol in cmd/ratedb ---
+echo "== envoy: fuzz (short); its tests run in the service block's go test ./cmd/ratedb/..."
+go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./cmd/ratedb/internal/envoyconf
+go test -run '^$' -fuzz '^FuzzCheck$' -fuzztime 10s ./cmd/ratedb/internal/grpcapi
+# --- end envoy ---

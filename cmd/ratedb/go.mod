@@ -4,10 +4,18 @@ go 1.26.8
 
 replace github.com/ratedb/ratedb => ../..
 
+replace github.com/ratedb/ratedb/redisstore => ../../redisstore
+
+replace github.com/ratedb/ratedb/ratedbprom => ../../ratedbprom
+
 require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/ratedb/ratedb v0.0.0-00010101000000-000000000000
+	github.com/ratedb/ratedb/ratedbprom v0.0.0-00010101000000-000000000000
+	github.com/ratedb/ratedb/redisstore v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
+	go.etcd.io/bbolt v1.5.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 
@@ -26,7 +34,7 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect

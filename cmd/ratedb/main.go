@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -37,6 +38,17 @@ usage:
 `
 
 func main() {
+	// RATEDB_CPUPROFILE=FILE writes a CPU profile of the whole run, for
+	// the benchmark in bench/cmd/httpload.
+	if p := os.Getenv("RATEDB_CPUPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			code := run(os.Args[1:], os.Stdout, os.Stderr)
+			pprof.StopCPUProfile()
+			f.Close()
+			os.Exit(code)
+		}
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -81,7 +93,7 @@ func runServe(args []string, stderr io.Writer) error {
 	var c serve.Config
 	fs.StringVar(&c.HTTP, "http", "127.0.0.1:8080", "`ADDR` of the JSON API, admin API, /metrics, /healthz and /readyz")
 	fs.StringVar(&c.DB, "db", "./ratedb.db", "embedded state `PATH` (rules are kept beside it in PATH.rules.json)")
-	fs.StringVar(&c.Redis, "redis", "", "keep state in Redis instead: `URL` redis://host:port/db, or a cluster as a comma list of addresses (not available in this build yet)")
+	fs.StringVar(&c.Redis, "redis", "", "keep state in Redis instead: `URL` redis://host:port/db, or a Cluster as a comma list of addresses (counts and rules shared by every instance; --db is then unused)")
 	fs.StringVar(&c.APIKeysFile, "api-keys-file", "", "client API keys `PATH`, one per line; or env RATEDB_API_KEYS (comma-separated). None: a development key is generated and printed once")
 	fs.StringVar(&c.AdminKeysFile, "admin-keys-file", "", "admin API keys `PATH`, same format; or env RATEDB_ADMIN_KEYS. Admin keys manage rules and may also check")
 	fs.Int64Var(&c.DefaultLimit, "default-limit", 100, "limit `N` of the default rule (applies when no rule matches)")

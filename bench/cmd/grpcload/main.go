@@ -20,6 +20,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -62,6 +63,7 @@ type options struct {
 	targets  string
 	out      string
 	ratedb   string
+	rounds   int
 }
 
 func main() {
@@ -78,6 +80,7 @@ func main() {
 	flag.StringVar(&o.targets, "targets", "noop,ratedb,envoy-ratelimit", "comma-separated targets")
 	flag.StringVar(&o.out, "out", "results/GRPC.md", "where to write the results table (\"\": stdout only)")
 	flag.StringVar(&o.ratedb, "ratedb", "", "ratedb binary (default: built from ../cmd/ratedb)")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every target once, in turn, and the run with the median calls/s is reported")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "grpcload:", err)
@@ -93,7 +96,8 @@ type result struct {
 	elapsed  time.Duration
 	p50, p99 time.Duration
 	cpu      time.Duration // service (+ redis) CPU during the measurement
-	cpuNote  string
+	// minRate and maxRate are the lowest and highest calls/s of the rounds.
+	minRate, maxRate float64
 }
 
 func run(o options) error {
@@ -115,34 +119,26 @@ func run(o options) error {
 	}
 	start := time.Now()
 	load1 := loadavg()
+	targets := strings.Split(o.targets, ",")
+	runs := make(map[string][]result)
+	for round := range o.rounds {
+		for _, t := range targets {
+			fmt.Fprintf(os.Stderr, "== round %d: %s\n", round+1, t)
+			r, err := runTarget(o, t, tmp, cfgDir, values)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t, err)
+			}
+			fmt.Fprintf(os.Stderr, "%s: %.0f calls/s p50 %v p99 %v cpu/1k %.1f ms errors %d\n", t, r.rate(), r.p50, r.p99, r.cpuPer1k(), r.errors)
+			runs[t] = append(runs[t], r)
+		}
+	}
 	var results []result
-	for _, t := range strings.Split(o.targets, ",") {
-		fmt.Fprintf(os.Stderr, "== %s\n", t)
-		var (
-			addr    string
-			pids    []int
-			cleanup func()
-		)
-		switch t {
-		case "noop":
-			addr, pids, cleanup, err = startNoop()
-		case "ratedb":
-			addr, pids, cleanup, err = startRatedb(o, tmp, cfgDir)
-		case "envoy-ratelimit":
-			addr, pids, cleanup, err = startEnvoyRatelimit(tmp)
-		default:
-			err = fmt.Errorf("unknown target %q", t)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", t, err)
-		}
-		r, err := measure(o, t, addr, pids, values)
-		cleanup()
-		if err != nil {
-			return fmt.Errorf("%s: %w", t, err)
-		}
-		fmt.Fprintf(os.Stderr, "%s: %.0f calls/s p50 %v p99 %v cpu/1k %.1f ms errors %d\n", t, r.rate(), r.p50, r.p99, r.cpuPer1k(), r.errors)
-		results = append(results, r)
+	for _, t := range targets {
+		rs := runs[t]
+		slices.SortFunc(rs, func(a, b result) int { return cmp.Compare(a.rate(), b.rate()) })
+		med := rs[len(rs)/2]
+		med.minRate, med.maxRate = rs[0].rate(), rs[len(rs)-1].rate()
+		results = append(results, med)
 	}
 	report := format(o, results, start, load1, loadavg())
 	fmt.Print(report)
@@ -150,6 +146,31 @@ func run(o options) error {
 		return os.WriteFile(o.out, []byte(report), 0o644)
 	}
 	return nil
+}
+
+// runTarget starts target t, measures it and stops it.
+func runTarget(o options, t, tmp, cfgDir string, values []string) (result, error) {
+	var (
+		addr    string
+		pids    []int
+		cleanup func()
+		err     error
+	)
+	switch t {
+	case "noop":
+		addr, pids, cleanup, err = startNoop()
+	case "ratedb":
+		addr, pids, cleanup, err = startRatedb(o, tmp, cfgDir)
+	case "envoy-ratelimit":
+		addr, pids, cleanup, err = startEnvoyRatelimit(tmp)
+	default:
+		err = fmt.Errorf("unknown target %q", t)
+	}
+	if err != nil {
+		return result{}, err
+	}
+	defer cleanup()
+	return measure(o, t, addr, pids, values)
 }
 
 func (r result) rate() float64 { return float64(r.calls) / r.elapsed.Seconds() }

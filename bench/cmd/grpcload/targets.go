@@ -65,6 +65,8 @@ func startRatedb(o options, tmp, cfgDir string) (string, []int, func(), error) {
 	bin := o.ratedb
 	if bin == "" {
 		bin = filepath.Join(tmp, "ratedb")
+	}
+	if _, err := os.Stat(bin); err != nil {
 		build := exec.Command("go", "build", "-o", bin, "../cmd/ratedb")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
@@ -75,7 +77,9 @@ func startRatedb(o options, tmp, cfgDir string) (string, []int, func(), error) {
 	if err != nil {
 		return "", nil, nil, err
 	}
-	cmd := exec.Command(bin, "serve", "--db", filepath.Join(tmp, "ratedb.db"), "--http", "127.0.0.1:0",
+	db := filepath.Join(tmp, "ratedb.db")
+	_ = os.Remove(db) // every round starts from an empty file
+	cmd := exec.Command(bin, "serve", "--db", db, "--http", "127.0.0.1:0",
 		"--grpc", addr, "--envoy-config", cfgDir, "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "RATEDB_API_KEYS=bench-key-not-used-0123456789")
 	exited, stop, err := startProcess(cmd)
@@ -93,11 +97,8 @@ func startRatedb(o options, tmp, cfgDir string) (string, []int, func(), error) {
 // into tmp, starts a redis-server and the service.
 func startEnvoyRatelimit(tmp string) (string, []int, func(), error) {
 	gobin := filepath.Join(tmp, "gobin")
-	install := exec.Command("go", "install", "github.com/envoyproxy/ratelimit/src/service_cmd@"+envoyRatelimitVersion)
-	install.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off", "GOFLAGS=")
-	install.Stdout, install.Stderr = os.Stderr, os.Stderr
-	if err := install.Run(); err != nil {
-		return "", nil, nil, fmt.Errorf("installing envoyproxy/ratelimit: %w", err)
+	if err := installEnvoyRatelimit(gobin); err != nil {
+		return "", nil, nil, err
 	}
 	redisAddr, err := freeAddr()
 	if err != nil {
@@ -197,4 +198,19 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
+}
+
+// installEnvoyRatelimit installs the pinned envoyproxy/ratelimit into gobin
+// unless it is there already.
+func installEnvoyRatelimit(gobin string) error {
+	if _, err := os.Stat(filepath.Join(gobin, "service_cmd")); err == nil {
+		return nil
+	}
+	install := exec.Command("go", "install", "github.com/envoyproxy/ratelimit/src/service_cmd@"+envoyRatelimitVersion)
+	install.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off", "GOFLAGS=")
+	install.Stdout, install.Stderr = os.Stderr, os.Stderr
+	if err := install.Run(); err != nil {
+		return fmt.Errorf("installing envoyproxy/ratelimit: %w", err)
+	}
+	return nil
 }

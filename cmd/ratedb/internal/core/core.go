@@ -55,6 +55,11 @@ type Check struct {
 	// Cost is how much the check counts, >= 0. 0 is a peek: nothing is
 	// counted and Allowed says whether a hit of cost 1 would fit now.
 	Cost int64
+	// Refund gives Cost back instead of counting it (see refund.go): the
+	// key's count in its current window falls by Cost, never below zero.
+	// A refund never denies its set and is applied only if the set is
+	// allowed. Default false.
+	Refund bool
 }
 
 // CheckResult is the outcome of one check.
@@ -148,7 +153,7 @@ func (c *Core) Decide(ctx context.Context, checks ...Check) (Decision, error) {
 		return Decision{}, err
 	}
 	var d Decision
-	if len(checks) == 1 {
+	if len(checks) == 1 && !checks[0].Refund {
 		d, err = c.decideOne(ctx, checks[0], res[0])
 	} else {
 		d, err = c.decideSet(ctx, checks, res)
@@ -185,6 +190,9 @@ func (c *Core) resolveAll(checks []Check) ([]*resolved, error) {
 		r, err := c.resolve(ch.Limit)
 		if err != nil {
 			return nil, fmt.Errorf("%w: check %d: %w", ErrInvalidCheck, i, err)
+		}
+		if ch.Refund && r.setter() == nil {
+			return nil, fmt.Errorf("%w: check %d: refunds need a single-window limit on a store that can set counts", ErrInvalidCheck, i)
 		}
 		res[i] = r
 	}
@@ -279,9 +287,19 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 		// Earlier checks of the set on the same counters count first.
 		var pending int64
 		for j := range i {
-			if checks[j].Key == ch.Key && rs[j].counter == rs[i].counter {
+			if checks[j].Key == ch.Key && rs[j].counter == rs[i].counter && !checks[j].Refund {
 				pending += checks[j].Cost
 			}
+		}
+		if ch.Refund {
+			// A refund always fits; it is reported with the state before it.
+			res, err := c.peek(ctx, Check{Limit: ch.Limit, Key: ch.Key}, rs[i], 0)
+			if err != nil {
+				return Decision{}, err
+			}
+			res.Allowed, res.RetryAfter = true, 0
+			d.Results[i] = CheckResult{Result: res, Shadow: ch.Limit.Shadow}
+			continue
 		}
 		res, err := c.peek(ctx, ch, rs[i], pending)
 		if err != nil {
@@ -298,6 +316,14 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 	for i, ch := range checks {
 		if ch.Cost == 0 || !d.Results[i].Allowed {
 			continue // a peek, or a shadow check over its limit
+		}
+		if ch.Refund {
+			res, err := c.refund(ctx, ch, rs[i], d.Results[i].Result)
+			if err != nil {
+				return Decision{}, err
+			}
+			d.Results[i].Result = res
+			continue
 		}
 		res, err := rs[i].hit(ctx, ch)
 		if err != nil {

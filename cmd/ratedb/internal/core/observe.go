@@ -10,6 +10,9 @@ func (c *Core) observe(checks []Check, d Decision, start time.Time) {
 	}
 	now := c.opts.Clock()
 	for i, ch := range checks {
+		if ch.Refund {
+			continue // not a check: nothing to count in the metrics
+		}
 		r := d.Results[i]
 		name := ch.Limit.Name
 		obs.Checked(name, r.Allowed && (r.Counted || ch.Cost == 0))

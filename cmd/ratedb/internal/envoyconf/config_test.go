@@ -249,3 +249,14 @@ func TestUnits(t *testing.T) {
 	// The Unix epoch was a Thursday, so epoch-aligned weeks start on Thursdays.
 	assert.Equal(t, time.Thursday, time.Unix(0, 0).UTC().Weekday())
 }
+
+// TestIntegrationConfigsLoad: the configs the grpcapi and envoye2e tests
+// share load as one directory.
+func TestIntegrationConfigsLoad(t *testing.T) {
+	c, err := envoyconf.Load("testdata/integration")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"another.yaml", "basic.yaml", "features.yaml"}, c.Files())
+	for _, d := range []string{"basic", "another", "features"} {
+		assert.True(t, c.HasDomain(d), d)
+	}
+}

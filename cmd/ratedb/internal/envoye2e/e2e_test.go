@@ -26,48 +26,18 @@ const (
 	over = rlsv3.RateLimitResponse_OVER_LIMIT
 )
 
-// The configs of envoyproxy/ratelimit's integration tests (basic.yaml,
-// another.yaml), in our own words, plus the features they do not cover.
-var configFiles = map[string]string{
-	"basic.yaml": `domain: basic
-descriptors:
-  - key: key1
-    rate_limit: {unit: second, requests_per_unit: 50}
-  - key: one_per_minute
-    rate_limit: {unit: minute, requests_per_unit: 1}
-`,
-	"another.yaml": `domain: another
-descriptors:
-  - key: key2
-    rate_limit: {unit: minute, requests_per_unit: 20}
-  - key: key3
-    rate_limit: {unit: hour, requests_per_unit: 10}
-  - key: daily
-    rate_limit: {unit: day, requests_per_unit: 5}
-`,
-	"features.yaml": `domain: features
-descriptors:
-  - key: tenant
-    value: acme
-    descriptors:
-      - key: path
-        value: /api/*
-        rate_limit: {unit: hour, requests_per_unit: 3}
-      - key: path
-        rate_limit: {unit: hour, requests_per_unit: 5}
-  - key: free
-    rate_limit: {unlimited: true}
-  - key: watched
-    shadow_mode: true
-    rate_limit: {unit: hour, requests_per_unit: 1}
-`,
-}
-
+// configDir copies the configs ported from envoyproxy/ratelimit's
+// integration tests (plus features.yaml) into a fresh directory.
 func configDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, data := range configFiles {
-		writeFile(t, filepath.Join(dir, name), data)
+	names, err := filepath.Glob("../envoyconf/testdata/integration/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		require.NoError(t, err)
+		writeFile(t, filepath.Join(dir, filepath.Base(name)), string(data))
 	}
 	return dir
 }
@@ -78,6 +48,7 @@ func remaining(resp *rlsv3.RateLimitResponse, i int) uint32 {
 
 // TestProtocol drives the real binary through the protocol's features.
 func TestProtocol(t *testing.T) {
+	clearOfBoundary(time.Hour, 10*time.Second) // hour limits below
 	p := startProc(t, filepath.Join(t.TempDir(), "state.db"), "--envoy-config", configDir(t))
 	c := p.client(t, nil)
 
@@ -88,6 +59,7 @@ func TestProtocol(t *testing.T) {
 		assert.Nil(t, call(t, c, "basic", 1, desc("nothing", "x")).GetStatuses()[0].GetCurrentLimit())
 	})
 	t.Run("single descriptor", func(t *testing.T) {
+		clearOfBoundary(time.Minute, 5*time.Second)
 		resp := call(t, c, "basic", 1, desc("key1", "foo"))
 		st := resp.GetStatuses()[0]
 		assert.Equal(t, ok, st.GetCode())
@@ -145,7 +117,16 @@ func TestProtocol(t *testing.T) {
 		assert.Equal(t, over, resp.GetOverallCode())
 		assert.Equal(t, rlsv3.RateLimitResponse_RateLimit_HOUR, resp.GetStatuses()[0].GetCurrentLimit().GetUnit())
 	})
+	t.Run("is_negative_hits refunds", func(t *testing.T) {
+		clearOfBoundary(time.Minute, 5*time.Second)
+		assert.EqualValues(t, 0, remaining(call(t, c, "basic", 1, desc("one_per_minute", "neg")), 0))
+		refund := desc("one_per_minute", "neg")
+		refund.IsNegativeHits = true
+		assert.EqualValues(t, 1, remaining(call(t, c, "basic", 1, refund), 0))
+		assert.Equal(t, ok, call(t, c, "basic", 1, desc("one_per_minute", "neg")).GetOverallCode())
+	})
 	t.Run("several descriptors are all-or-nothing", func(t *testing.T) {
+		clearOfBoundary(time.Minute, 5*time.Second)
 		for i := range 12 {
 			resp := call(t, c, "another", 1, desc("key2", "m"), desc("key3", "m"))
 			if i < 10 {
@@ -177,6 +158,7 @@ func TestProtocol(t *testing.T) {
 func TestIndependentFlag(t *testing.T) {
 	p := startProc(t, filepath.Join(t.TempDir(), "state.db"), "--envoy-config", configDir(t), "--envoy-independent")
 	c := p.client(t, nil)
+	clearOfBoundary(time.Minute, 5*time.Second)
 	var resp *rlsv3.RateLimitResponse
 	for range 12 {
 		resp = call(t, c, "another", 1, desc("key2", "m"), desc("key3", "m"))
@@ -188,6 +170,7 @@ func TestIndependentFlag(t *testing.T) {
 // TestRestartKeepsCounts: SIGTERM writes a final snapshot; after SIGKILL,
 // what the last snapshot (forced by /readyz) held is kept.
 func TestRestartKeepsCounts(t *testing.T) {
+	clearOfBoundary(24*time.Hour, 60*time.Second) // a day limit
 	db := filepath.Join(t.TempDir(), "state.db")
 	cfg := configDir(t)
 	p := startProc(t, db, "--envoy-config", cfg)

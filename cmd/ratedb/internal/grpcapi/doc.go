@@ -28,7 +28,11 @@
 //     current_limit, and count nothing.
 //   - A store failure answers UNAVAILABLE (Envoy's failure_mode_deny then
 //     decides whether the request passes).
-//   - is_negative_hits (a refund) is not supported: INVALID_ARGUMENT.
+//   - is_negative_hits gives the descriptor's hits back (a refund): its
+//     count in the current window falls by the hits, never below zero, and
+//     the descriptor answers OK with what remains. A refund never denies
+//     the request and, like a hit, is applied only if the request is
+//     allowed.
 //
 // Descriptor values may be personal data (client addresses, user ids): they
 // are never logged and never appear in errors.

@@ -38,11 +38,7 @@ func FuzzCheck(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	var cfgFiles []envoyconf.File
-	for name, data := range files {
-		cfgFiles = append(cfgFiles, envoyconf.File{Name: name, Data: []byte(data)})
-	}
-	cfg, err := envoyconf.Parse(cfgFiles)
+	cfg, err := envoyconf.Load(integrationDir)
 	if err != nil {
 		f.Fatal(err)
 	}

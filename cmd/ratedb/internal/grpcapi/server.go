@@ -187,7 +187,10 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 			if shares != nil {
 				share = shares[i]
 			}
-			checks = append(checks, core.Check{Limit: r.limit, Key: countedKey(domain, d.GetEntries(), share), Cost: cost})
+			checks = append(checks, core.Check{
+				Limit: r.limit, Key: countedKey(domain, d.GetEntries(), share), Cost: cost,
+				Refund: d.GetIsNegativeHits(),
+			})
 			owner = append(owner, i)
 		}
 	}
@@ -263,9 +266,6 @@ func untilReset(end, now time.Time) *durationpb.Duration {
 func validDescriptor(i int, d *ratelimitv3.RateLimitDescriptor) error {
 	if d == nil {
 		return fmt.Errorf("%w: descriptor %d is null", ErrInvalidRequest, i)
-	}
-	if d.GetIsNegativeHits() {
-		return fmt.Errorf("%w: descriptor %d: is_negative_hits is not supported", ErrInvalidRequest, i)
 	}
 	if n := len(d.GetEntries()); n > MaxEntries {
 		return fmt.Errorf("%w: descriptor %d has %d entries (at most %d)", ErrInvalidRequest, i, n, MaxEntries)

@@ -34,50 +34,9 @@ var now = time.Date(2026, 11, 23, 10, 0, 30, 0, time.UTC)
 // configYAML ports the configs of envoyproxy/ratelimit's integration tests
 // (basic, another, reload) and adds the features they do not cover.
 
-var files = map[string]string{
-	"basic.yaml": `domain: basic
-descriptors:
-  - key: key1
-    rate_limit: {unit: second, requests_per_unit: 50}
-  - key: one_per_minute
-    rate_limit: {unit: minute, requests_per_unit: 1}
-  - key: block
-    rate_limit: {unit: second, requests_per_unit: 0}
-`,
-	"another.yaml": `domain: another
-descriptors:
-  - key: key2
-    rate_limit: {unit: minute, requests_per_unit: 20}
-  - key: key3
-    rate_limit: {unit: hour, requests_per_unit: 10}
-  - key: key4
-    rate_limit: {unit: day, requests_per_unit: 20}
-`,
-	"features.yaml": `domain: features
-descriptors:
-  - key: tenant
-    value: acme
-    descriptors:
-      - key: path
-        value: /api/*
-        rate_limit: {unit: minute, requests_per_unit: 3}
-      - key: path
-        rate_limit: {unit: minute, requests_per_unit: 5}
-  - key: free
-    rate_limit: {unlimited: true}
-  - key: watched
-    shadow_mode: true
-    rate_limit: {unit: minute, requests_per_unit: 2}
-  - key: specific
-    rate_limit: {name: specific, replaces: [{name: general}], unit: minute, requests_per_unit: 100}
-  - key: general
-    rate_limit: {name: general, unit: minute, requests_per_unit: 1}
-  - key: shared
-    value: files/*
-    share_threshold: true
-    rate_limit: {unit: minute, requests_per_unit: 2}
-`,
-}
+// integrationDir holds the configs ported from envoyproxy/ratelimit's
+// integration tests, plus features.yaml.
+const integrationDir = "../envoyconf/testdata/integration"
 
 type fixture struct {
 	client rlsv3.RateLimitServiceClient
@@ -90,8 +49,12 @@ type fixture struct {
 func start(t *testing.T, opts *grpcapi.Options) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	for name, data := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600))
+	names, err := filepath.Glob(filepath.Join(integrationDir, "*.yaml"))
+	require.NoError(t, err)
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.Base(name)), data, 0o600))
 	}
 	cfg, err := envoyconf.Load(dir)
 	require.NoError(t, err)
@@ -244,6 +207,23 @@ func TestHitsAddend(t *testing.T) {
 	assert.Equal(t, []uint32{6, 10}, []uint32{resp.GetStatuses()[0].GetLimitRemaining(), resp.GetStatuses()[1].GetLimitRemaining()})
 }
 
+func TestNegativeHitsRefund(t *testing.T) {
+	f := start(t, nil)
+	remaining := func(resp *rlsv3.RateLimitResponse) uint32 { return resp.GetStatuses()[0].GetLimitRemaining() }
+	assert.EqualValues(t, 0, remaining(f.call(t, "basic", 1, desc("one_per_minute", "n"))))
+	assert.Equal(t, over, f.call(t, "basic", 1, desc("one_per_minute", "n")).GetOverallCode())
+
+	refund := desc("one_per_minute", "n")
+	refund.IsNegativeHits = true
+	resp := f.call(t, "basic", 1, refund)
+	assert.Equal(t, []st{{Code: ok, HasLimit: true, Requests: 1, Unit: min_, Remaining: 1, Reset: 30}}, statuses(resp))
+	assert.Equal(t, ok, f.call(t, "basic", 1, desc("one_per_minute", "n")).GetOverallCode(), "the refunded hit is usable again")
+
+	refund.HitsAddend = wrapperspb.UInt64(10)
+	assert.EqualValues(t, 1, remaining(f.call(t, "basic", 1, refund)), "never below zero")
+	assert.EqualValues(t, 1, remaining(f.call(t, "basic", 1, refund)), "a key without hits stays at zero")
+}
+
 func TestSameDescriptorTwiceCountsTwice(t *testing.T) {
 	f := start(t, nil)
 	resp := f.call(t, "basic", 1, desc("one_per_minute", "u"), desc("one_per_minute", "u"))
@@ -280,7 +260,7 @@ func TestFeatures(t *testing.T) {
 			resp = f.call(t, "features", 1, desc("watched", "x"))
 			assert.Equal(t, ok, resp.GetOverallCode())
 		}
-		assert.Equal(t, []st{{Code: ok, HasLimit: true, Requests: 2, Unit: min_, Reset: 30}}, statuses(resp), "over the limit: remaining 0")
+		assert.Equal(t, []st{{Code: ok, HasLimit: true, Requests: 2, Unit: hour, Reset: 3570}}, statuses(resp), "over the limit: remaining 0")
 	})
 	t.Run("replaces", func(t *testing.T) {
 		for range 3 {
@@ -323,8 +303,6 @@ func TestLimitOverride(t *testing.T) {
 
 func TestInvalidRequests(t *testing.T) {
 	f := start(t, nil)
-	neg := desc("key2", "secret-value-42")
-	neg.IsNegativeHits = true
 	badUnit := desc("key2", "secret-value-42")
 	badUnit.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1}
 	many := make([]*ratelimitv3.RateLimitDescriptor, grpcapi.MaxDescriptors+1)
@@ -337,7 +315,6 @@ func TestInvalidRequests(t *testing.T) {
 	}{
 		{"empty domain", &rlsv3.RateLimitRequest{Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("key2", "secret-value-42")}}},
 		{"no descriptors", &rlsv3.RateLimitRequest{Domain: "another"}},
-		{"negative hits", &rlsv3.RateLimitRequest{Domain: "another", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("key2", "secret-value-42"), neg}}},
 		{"override without unit", &rlsv3.RateLimitRequest{Domain: "another", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("key2", "secret-value-42"), badUnit}}},
 		{"too many descriptors", &rlsv3.RateLimitRequest{Domain: "another", Descriptors: many}},
 	}

@@ -42,14 +42,35 @@ var errBadRequest = errors.New("bad request")
 // to MaxCost (default 1). Its errors wrap errBadRequest and name no value.
 func DecodeCheck(body []byte) (client, route string, cost int64, err error) {
 	var req CheckRequest
+	if c, r, n, hasCost, ok := decodeCheckFast(body); ok {
+		req.ClientID, req.Route = c, r
+		if hasCost {
+			req.Cost = &n
+		}
+		return validateCheck(req)
+	}
+	if req, err = decodeCheckJSON(body); err != nil {
+		return "", "", 0, err
+	}
+	return validateCheck(req)
+}
+
+// decodeCheckJSON decodes a check body with encoding/json.
+func decodeCheckJSON(body []byte) (CheckRequest, error) {
+	var req CheckRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return "", "", 0, fmt.Errorf("%w: %s", errBadRequest, describeJSONError(err))
+		return req, fmt.Errorf("%w: %s", errBadRequest, describeJSONError(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return "", "", 0, fmt.Errorf("%w: data after the JSON object", errBadRequest)
+		return req, fmt.Errorf("%w: data after the JSON object", errBadRequest)
 	}
+	return req, nil
+}
+
+// validateCheck checks a decoded check body's fields.
+func validateCheck(req CheckRequest) (client, route string, cost int64, err error) {
 	var problems []string
 	if req.ClientID == "" {
 		problems = append(problems, "client_id is missing or empty")

@@ -83,3 +83,43 @@ func FuzzDecodeRule(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeCheckFast checks that the reflection-free decoder agrees with
+// encoding/json whenever it accepts a body.
+func FuzzDecodeCheckFast(f *testing.F) {
+	f.Add([]byte(`{"client_id":"user123","route":"/api/v1/order","cost":1}`))
+	f.Add([]byte(` { "route" : "/r" , "client_id":"u" } `))
+	f.Add([]byte(`{"client_id":"u","route":"/r","cost":012}`))
+	f.Add([]byte(`{"client_id":"u","client_id":"v","route":"/r"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, r, n, hasCost, ok := httpapi.DecodeCheckFast(body)
+		if !ok {
+			return
+		}
+		req, err := httpapi.DecodeCheckJSON(body)
+		if err != nil {
+			t.Fatalf("fast path accepted what encoding/json rejects (%v): %q", err, body)
+		}
+		if req.ClientID != c || req.Route != r || (req.Cost != nil) != hasCost || (hasCost && *req.Cost != n) {
+			t.Fatalf("fast path disagrees on %q: %q %q %d %v", body, c, r, n, hasCost)
+		}
+	})
+}
+
+func TestDecodeCheckFastPath(t *testing.T) {
+	for _, body := range []string{
+		`{"client_id":"user123","route":"/api/v1/order","cost":1}`,
+		"{\n \"route\":\"/r\",\t\"client_id\":\"u\"\r\n}",
+	} {
+		_, _, _, _, ok := httpapi.DecodeCheckFast([]byte(body))
+		assert.True(t, ok, body)
+	}
+	for _, body := range []string{
+		`{"client_id":"u\n","route":"/r"}`, `{"client_id":"é","route":"/r"}`, `{"client_id":"u","route":"/r","cost":1.0}`,
+		`{"client_id":"u","route":"/r","cost":-1}`, `{"client_id":"u","route":"/r"}x`, `{"client_id":"u","route":"/r","x":1}`,
+		`{"client_id":"u","client_id":"v","route":"/r"}`, `{"client_id":"u","route":"/r",}`,
+	} {
+		_, _, _, _, ok := httpapi.DecodeCheckFast([]byte(body))
+		assert.False(t, ok, body)
+	}
+}

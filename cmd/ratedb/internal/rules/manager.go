@@ -123,3 +123,18 @@ func withGeneration(r *Rule, gen int64) *Rule {
 	c.limit = newLimit(&c)
 	return &c
 }
+
+// Reload replaces the current rules with the stored ones, for a storage
+// other processes change too (Redis). Rules whose storage is unreadable or
+// invalid are kept as they are and the error is returned.
+func (m *Manager) Reload() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := m.set.Load()
+	fresh, err := NewManager(m.store, cur.def)
+	if err != nil {
+		return err
+	}
+	m.set.Store(fresh.set.Load())
+	return nil
+}

@@ -3,6 +3,7 @@ package rules_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -214,4 +215,23 @@ func FuzzBuild(f *testing.F) {
 			t.Fatalf("a valid rule's spec does not rebuild: %v", err)
 		}
 	})
+}
+
+func TestReloadSeesAnotherWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	a, err := rules.NewManager(rules.FileStorage{Path: path}, defaultRule(t))
+	require.NoError(t, err)
+	b, err := rules.NewManager(rules.FileStorage{Path: path}, defaultRule(t))
+	require.NoError(t, err)
+	_, err = a.Put(mustBuild(t, "x", "c", "*", 3, "1m"))
+	require.NoError(t, err)
+	_, ok := b.Current().Get("x")
+	assert.False(t, ok)
+	require.NoError(t, b.Reload())
+	assert.Equal(t, int64(3), mustGet(t, b, "x").Tiers[0].Limit)
+
+	// A broken store keeps the current rules.
+	require.NoError(t, os.WriteFile(path, []byte("{"), 0o600))
+	assert.Error(t, b.Reload())
+	mustGet(t, b, "x")
 }

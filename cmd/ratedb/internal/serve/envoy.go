@@ -65,12 +65,17 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 		return nil, nil
 	}
 	var cfg *envoyconf.Config
+	// Stamp before loading, so that a change made during or after the
+	// load is seen by the first poll.
+	last := envoyconf.Stamp(e.Config)
 	if e.Config != "" {
 		var err error
 		if cfg, err = envoyconf.Load(e.Config); err != nil {
 			return nil, fmt.Errorf("--envoy-config: %w", err)
 		}
 		log.Info("envoy config: loaded", "path", e.Config, "files", len(cfg.Files()), "rules", len(cfg.Rules()))
+	} else {
+		log.Warn("--grpc without --envoy-config: no domain is configured, so every descriptor answers OK with no limit")
 	}
 	tlsConf, err := grpcapi.TLSConfig(e.TLSCert, e.TLSKey, e.TLSClientCA)
 	if err != nil {
@@ -104,7 +109,6 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 			defer t.Stop()
 			poll = t.C
 		}
-		last := envoyconf.Stamp(e.Config)
 		for {
 			select {
 			case <-ctx.Done():

@@ -11,18 +11,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/ratedb/ratedb"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/httpapi"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/keys"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/metrics"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
-	"github.com/ratedb/ratedb/ratedbprom"
 )
-
-// ErrRedisUnavailable is returned for --redis until the Redis store is part
-// of this build.
-var ErrRedisUnavailable = errors.New("--redis is not available yet: the Redis store (issue 10) has not landed in this build; use --db")
 
 // HTTP server limits, documented in the README.
 const (
@@ -41,9 +35,6 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 		return err
 	}
 	log := newLogger(&c, stderr)
-	if c.Redis != "" {
-		return ErrRedisUnavailable
-	}
 	limit := c.DefaultLimit
 	def, err := rules.Build(rules.DefaultName, rules.Spec{
 		ClientID: "*", Route: "*", Algorithm: c.DefaultAlgorithm, Limit: &limit, Window: c.DefaultWindow.String(),
@@ -66,20 +57,12 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 		}
 	}
 
-	db, err := ratedb.Open(c.DB, &ratedb.Options{Logger: log, SnapshotPeriod: c.SnapshotPeriod})
-	if errors.Is(err, ratedb.ErrLocked) {
-		return fmt.Errorf("%s is in use by another ratedb process (its lock is held): %w", c.DB, err)
-	}
+	st, err := openState(&c, log)
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", c.DB, err)
+		return err
 	}
-	closeDB := func() error {
-		if err := db.Close(); err != nil && !errors.Is(err, ratedb.ErrClosed) {
-			return fmt.Errorf("closing %s: %w", c.DB, err)
-		}
-		return nil
-	}
-	rm, err := rules.NewManager(rules.FileStorage{Path: rules.RulesPath(c.DB)}, def)
+	closeDB := st.close
+	rm, err := rules.NewManager(st.rules, def)
 	if err != nil {
 		return errors.Join(err, closeDB())
 	}
@@ -96,15 +79,15 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 			"generated one for development only, valid until this process exits:\n\n    X-API-Key: %s\n\n", dev)
 	}
 
-	m := metrics.New(ratedbprom.NewCollector(db))
-	cr := core.New(core.DBStore{DB: db}, core.Options{Observer: m, FailOpen: c.FailOpen})
+	m := metrics.New(st.collectors...)
+	cr := core.New(st.store, core.Options{Observer: m, FailOpen: c.FailOpen})
 	envoy, err := startEnvoy(c.Envoy, cr, log)
 	if err != nil {
 		return errors.Join(err, closeDB())
 	}
 	h := httpapi.New(httpapi.Options{
 		Core: cr, Rules: rm, Keys: k, Metrics: m.Handler(), DenyStatus: c.DenyStatus,
-		LogKeys: c.LogKeys, Logger: log, Ready: readyDB(db), EnvoyRules: envoy.Rules,
+		LogKeys: c.LogKeys, Logger: log, Ready: st.ready, EnvoyRules: envoy.Rules,
 	})
 	ln, err := net.Listen("tcp", c.HTTP)
 	if err != nil {
@@ -120,16 +103,36 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "db", c.DB)
+	log.Info("listening", "addr", ln.Addr().String(), "state", st.name)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	stopReload := make(chan struct{})
+	if st.reloadRules > 0 {
+		// Other instances may change the shared rules.
+		go func() {
+			t := time.NewTicker(st.reloadRules)
+			defer t.Stop()
+			for {
+				select {
+				case <-stopReload:
+					return
+				case <-t.C:
+					if err := rm.Reload(); err != nil {
+						log.Warn("reloading the rules failed; keeping the current ones", "err", err)
+					}
+				}
+			}
+		}()
+	}
 
 	select {
 	case err := <-served:
+		close(stopReload)
 		envoy.stop(context.Background())
 		return errors.Join(fmt.Errorf("serving: %w", err), closeDB())
 	case <-stop:
 	}
+	close(stopReload)
 	log.Info("shutting down: finishing requests in flight")
 	ctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
@@ -142,22 +145,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
-		log.Info("stopped: final snapshot written")
+		log.Info("stopped: " + st.stopped)
 	}
 	return errors.Join(errs...)
-}
-
-// readyDB reports whether the embedded file is usable: a snapshot (which
-// waits for the file's audit after Open) succeeds now.
-func readyDB(db *ratedb.DB) func(context.Context) error {
-	return func(ctx context.Context) error {
-		done := make(chan error, 1)
-		go func() { done <- db.Snapshot() }()
-		select {
-		case err := <-done:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }

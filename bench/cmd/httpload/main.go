@@ -1,0 +1,377 @@
+// Command httpload measures `ratedb serve`'s POST /v1/check over HTTP on
+// loopback, in one run and on the same machine, against a do-nothing net/http
+// server answering the same request (the ceiling of the machine while this
+// generator shares it) and envoyproxy/ratelimit's HTTP /json endpoint with a
+// local redis-server.
+//
+// Run it from the bench directory (it builds ratedb from this checkout and
+// envoyproxy/ratelimit from the Go module proxy into a temporary GOBIN):
+//
+//	go run ./cmd/httpload                       # 5 s warm-up, then 30 s per target
+//	go run ./cmd/httpload -duration 5s -targets ratedb,noop
+//	go run ./cmd/httpload -targets ratedb -cpuprofile /tmp/ratedb.pprof
+//
+// Load: -conns keep-alive connections (64), each driven by one goroutine
+// sending the next request when the previous answer arrives; -clients
+// distinct client ids (10,000) over -routes routes (20), picked uniformly by
+// a seeded generator. Reported per target: calls/s, p50 and p99 latency, and
+// the service's CPU time per 1,000 calls (utime+stime of its processes from
+// /proc/<pid>/stat, Redis included for envoyproxy/ratelimit).
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ratelimitVersion is the envoyproxy/ratelimit build measured (it has no
+// tagged module versions).
+const ratelimitVersion = "v1.4.1-0.20260122083618-3fb702589d36"
+
+type options struct {
+	duration, warmup time.Duration
+	conns            int
+	clients, routes  int
+	targets          string
+	out              string
+	cpuprofile       string
+	gobin            string
+}
+
+func main() {
+	var o options
+	flag.DurationVar(&o.duration, "duration", 30*time.Second, "measured time per target")
+	flag.DurationVar(&o.warmup, "warmup", 5*time.Second, "unmeasured warm-up per target")
+	flag.IntVar(&o.conns, "conns", 64, "concurrent keep-alive connections")
+	flag.IntVar(&o.clients, "clients", 10_000, "distinct client ids")
+	flag.IntVar(&o.routes, "routes", 20, "distinct routes")
+	flag.StringVar(&o.targets, "targets", "ratedb,noop,envoy-ratelimit", "comma list of targets: ratedb, noop, envoy-ratelimit")
+	flag.StringVar(&o.out, "out", "", "also write the Markdown table to this file")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of ratedb serve (warm-up and measured run) to this file")
+	flag.StringVar(&o.gobin, "gobin", filepath.Join(os.TempDir(), "ratedb-bench-gobin"), "where envoyproxy/ratelimit is installed (reused when present)")
+	noop := flag.String("serve-noop", "", "internal: serve the do-nothing server on this address")
+	flag.Parse()
+	log.SetFlags(log.Ltime)
+	if *noop != "" {
+		log.Fatal(serveNoop(*noop))
+	}
+	if err := run(o); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// result is one target's measurement.
+type result struct {
+	name          string
+	calls, errors int64
+	elapsed       time.Duration
+	p50, p99      time.Duration
+	cpu           time.Duration
+	note          string
+}
+
+func run(o options) error {
+	dir, err := os.MkdirTemp("", "httpload-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var results []result
+	for _, t := range strings.Split(o.targets, ",") {
+		var tg *target
+		switch t {
+		case "ratedb":
+			tg, err = startRatedb(dir, o)
+		case "noop":
+			tg, err = startNoop()
+		case "envoy-ratelimit":
+			tg, err = startEnvoyRatelimit(dir, o)
+		default:
+			return fmt.Errorf("unknown target %q", t)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", t, err)
+		}
+		log.Printf("%s: warm-up %v, then %v with %d connections", t, o.warmup, o.duration, o.conns)
+		r, err := measure(tg, o)
+		tg.stop()
+		if err != nil {
+			return fmt.Errorf("%s: %w", t, err)
+		}
+		r.name = t
+		results = append(results, r)
+		log.Printf("%s: %.0f calls/s, p50 %v, p99 %v, %.1f ms CPU per 1,000 calls, %d errors",
+			t, r.rate(), r.p50, r.p99, r.cpuPer1000(), r.errors)
+	}
+	table := render(results, o)
+	fmt.Print(table)
+	if o.out != "" {
+		return os.WriteFile(o.out, []byte(table), 0o644)
+	}
+	return nil
+}
+
+func (r result) rate() float64 { return float64(r.calls) / r.elapsed.Seconds() }
+
+func (r result) cpuPer1000() float64 {
+	if r.calls == 0 {
+		return 0
+	}
+	return float64(r.cpu.Milliseconds()) * 1000 / float64(r.calls)
+}
+
+func render(rs []result, o options) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| target | calls/s | p50 | p99 | service CPU per 1,000 calls | errors |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, r := range rs {
+		fmt.Fprintf(&b, "| %s | %.0f | %.2f ms | %.2f ms | %.0f ms | %d |\n", r.name, r.rate(),
+			float64(r.p50.Microseconds())/1000, float64(r.p99.Microseconds())/1000, r.cpuPer1000(), r.errors)
+	}
+	fmt.Fprintf(&b, "\n%d keep-alive connections, %d client ids x %d routes, %v warm-up, %v measured per target, "+
+		"loopback, generator on the same machine.\n", o.conns, o.clients, o.routes, o.warmup, o.duration)
+	return b.String()
+}
+
+// target is a running service to load.
+type target struct {
+	url    string
+	header http.Header // shared by every request: never modified
+	pids   []int       // processes whose CPU is the service's
+	body   func(client, route string) []byte
+	ok     func(status int, body []byte) bool
+	stop   func()
+}
+
+// measure loads t for the warm-up and then the measured time.
+func measure(t *target, o options) (result, error) {
+	clients := make([]string, o.clients)
+	for i := range clients {
+		clients[i] = fmt.Sprintf("client-%05d", i)
+	}
+	routes := make([]string, o.routes)
+	for i := range routes {
+		routes[i] = fmt.Sprintf("/api/v1/resource-%02d", i)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: o.conns, MaxConnsPerHost: o.conns, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+
+	var measuring atomic.Bool
+	var stopAll atomic.Bool
+	var calls, errs atomic.Int64
+	lat := make([][]time.Duration, o.conns)
+	var wg sync.WaitGroup
+	var firstErr atomic.Pointer[error]
+	for w := range o.conns {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 42))
+			buf := make([]time.Duration, 0, 1<<16)
+			for !stopAll.Load() {
+				body := t.body(clients[rng.IntN(len(clients))], routes[rng.IntN(len(routes))])
+				start := time.Now()
+				req, err := http.NewRequest(http.MethodPost, t.url, bytes.NewReader(body))
+				if err != nil {
+					panic(err) // a constant URL
+				}
+				req.Header = t.header
+				resp, err := hc.Do(req)
+				var rb []byte
+				if err == nil {
+					rb, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				d := time.Since(start)
+				if !measuring.Load() {
+					continue
+				}
+				if err != nil || !t.ok(resp.StatusCode, rb) {
+					if errs.Add(1) == 1 {
+						e := fmt.Errorf("first error: %v (status %v) %q", err, statusOf(resp), truncate(rb))
+						firstErr.Store(&e)
+					}
+					continue
+				}
+				calls.Add(1)
+				buf = append(buf, d)
+			}
+			lat[w] = buf
+		})
+	}
+	time.Sleep(o.warmup)
+	cpu0, err := cpuOf(t.pids)
+	if err != nil {
+		stopAll.Store(true)
+		wg.Wait()
+		return result{}, err
+	}
+	measuring.Store(true)
+	start := time.Now()
+	time.Sleep(o.duration)
+	measuring.Store(false)
+	elapsed := time.Since(start)
+	cpu1, err := cpuOf(t.pids)
+	stopAll.Store(true)
+	wg.Wait()
+	if err != nil {
+		return result{}, err
+	}
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	r := result{calls: calls.Load(), errors: errs.Load(), elapsed: elapsed, cpu: cpu1 - cpu0}
+	if len(all) > 0 {
+		r.p50, r.p99 = percentile(all, 0.50), percentile(all, 0.99)
+	}
+	if p := firstErr.Load(); p != nil {
+		log.Printf("%v", *p)
+	}
+	return r, nil
+}
+
+func statusOf(r *http.Response) any {
+	if r == nil {
+		return "none"
+	}
+	return r.StatusCode
+}
+
+func truncate(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200])
+	}
+	return string(b)
+}
+
+// percentile of sorted durations (nearest rank).
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// cpuOf sums utime+stime of the processes, from /proc/<pid>/stat.
+func cpuOf(pids []int) (time.Duration, error) {
+	const ticks = 100 // USER_HZ on Linux
+	var total time.Duration
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, err
+		}
+		// Fields after the command name, which is in parentheses.
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(f) < 13 {
+			return 0, fmt.Errorf("short /proc/%d/stat", pid)
+		}
+		ut, err1 := strconv.ParseInt(f[11], 10, 64)
+		st, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return 0, err
+		}
+		total += time.Duration(ut+st) * time.Second / ticks
+	}
+	return total, nil
+}
+
+// freeAddr returns a free loopback address.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// waitHTTP polls url until it answers or the deadline passes.
+func waitHTTP(url string, cmd *exec.Cmd) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if cmd.ProcessState != nil {
+			return fmt.Errorf("%s exited", cmd.Path)
+		}
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not answer in time", url)
+}
+
+// startProc starts a process with its output in dir/name.log.
+func startProc(dir, name string, env []string, bin string, args ...string) (*exec.Cmd, func(), error) {
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, nil, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		logf.Close()
+	}
+	return cmd, stop, nil
+}
+
+// repoRoot is the directory holding go.work, above the working directory.
+func repoRoot() (string, error) {
+	d, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
+			return d, nil
+		}
+		p := filepath.Dir(d)
+		if p == d {
+			return "", errors.New("go.work not found above the working directory: run from the repository")
+		}
+		d = p
+	}
+}
+
+func goCmd(ctx context.Context, dir string, env []string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package core_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// counts records what the core reports.
+type counts struct {
+	mu                                    sync.Mutex
+	allow, deny, opened, spikes, storeErr int
+	decided                               int
+}
+
+func (c *counts) Checked(_ string, allowed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if allowed {
+		c.allow++
+	} else {
+		c.deny++
+	}
+}
+func (c *counts) WindowOpened(string)  { c.mu.Lock(); c.opened++; c.mu.Unlock() }
+func (c *counts) BoundarySpike(string) { c.mu.Lock(); c.spikes++; c.mu.Unlock() }
+func (c *counts) StoreError(string)    { c.mu.Lock(); c.storeErr++; c.mu.Unlock() }
+func (c *counts) Decided(time.Duration) {
+	c.mu.Lock()
+	c.decided++
+	c.mu.Unlock()
+}
+
+func TestObserverAndBoundarySpikes(t *testing.T) {
+	obs := &counts{}
+	c, _, now := newCore(t, core.Options{Observer: obs})
+	l := window("r", 2, 10*time.Second)
+	ctx := context.Background()
+	hit := func() {
+		_, err := c.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 1})
+		require.NoError(t, err)
+	}
+	// Window 1 [0s, 10s): exhausted late (at 5s): no spike.
+	now.Add(5000)
+	hit()
+	hit()
+	hit() // denied: already counted as exhausted in this window
+	assert.Equal(t, 0, obs.spikes)
+	// Window 2 [10s, 20s): exhausted at 10.5s, within 10% of its start,
+	// after window 1 was exhausted: a spike.
+	now.Add(5500)
+	hit()
+	hit()
+	hit()
+	assert.Equal(t, 1, obs.spikes)
+	// Window 3 [20s, 30s): exhausted at 25s: no spike.
+	now.Add(14500)
+	hit()
+	hit()
+	// Window 4 [30s, 40s): exhausted at 30.2s, after window 3: a spike.
+	now.Add(5200)
+	hit()
+	hit()
+	assert.Equal(t, 2, obs.spikes)
+	// Window 6 [50s, 60s): exhausted at once, but window 5 was not
+	// exhausted: no spike.
+	now.Add(20000)
+	hit()
+	hit()
+	assert.Equal(t, 2, obs.spikes)
+
+	assert.Equal(t, 10, obs.allow)
+	assert.Equal(t, 2, obs.deny)
+	assert.Equal(t, 5, obs.opened, "one new window per window used")
+	assert.Equal(t, 12, obs.decided)
+	assert.Equal(t, 0, obs.storeErr)
+}

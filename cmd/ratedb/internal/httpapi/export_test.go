@@ -1,0 +1,7 @@
+package httpapi
+
+// Exported for tests.
+var (
+	DecodeCheckFast = decodeCheckFast
+	DecodeCheckJSON = decodeCheckJSON
+)

@@ -1,0 +1,97 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/redisstate"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
+	"github.com/ratedb/ratedb/ratedbprom"
+	"github.com/ratedb/ratedb/redisstore"
+)
+
+// rulesReloadPeriod is how often an instance on Redis rereads the shared
+// rules, so that a change made through another instance applies here too.
+const rulesReloadPeriod = 2 * time.Second
+
+// state is where the service keeps counts and rules.
+type state struct {
+	name        string // for logs: the file, or "redis"
+	store       core.Store
+	rules       rules.Storage
+	collectors  []prometheus.Collector
+	ready       func(context.Context) error
+	close       func() error
+	stopped     string        // logged after a graceful stop
+	reloadRules time.Duration // 0: rules change only through this process
+}
+
+// openState opens the embedded file (--db) or connects to Redis (--redis).
+func openState(c *Config, log *slog.Logger) (*state, error) {
+	if c.Redis != "" {
+		return openRedis(c)
+	}
+	db, err := ratedb.Open(c.DB, &ratedb.Options{Logger: log, SnapshotPeriod: c.SnapshotPeriod})
+	if errors.Is(err, ratedb.ErrLocked) {
+		return nil, fmt.Errorf("%s is in use by another ratedb process (its lock is held): %w", c.DB, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", c.DB, err)
+	}
+	return &state{
+		name:       c.DB,
+		store:      core.DBStore{DB: db},
+		rules:      rules.FileStorage{Path: rules.RulesPath(c.DB)},
+		collectors: []prometheus.Collector{ratedbprom.NewCollector(db)},
+		// Ready when a snapshot succeeds now (it waits for the file's
+		// audit after Open).
+		ready: func(ctx context.Context) error {
+			done := make(chan error, 1)
+			go func() { done <- db.Snapshot() }()
+			select {
+			case err := <-done:
+				return err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+		close: func() error {
+			if err := db.Close(); err != nil && !errors.Is(err, ratedb.ErrClosed) {
+				return fmt.Errorf("closing %s: %w", c.DB, err)
+			}
+			return nil
+		},
+		stopped: "final snapshot written",
+	}, nil
+}
+
+func openRedis(c *Config) (*state, error) {
+	client, err := redisstate.NewClient(c.Redis)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := redisstore.New(client, &redisstore.Options{Timeout: redisstate.Timeout})
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	return &state{
+		name:  "redis",
+		store: redisstate.Store{S: rs},
+		rules: redisstate.RulesStorage{C: client},
+		ready: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			return client.Ping(ctx).Err()
+		},
+		close:       client.Close,
+		stopped:     "Redis client closed",
+		reloadRules: rulesReloadPeriod,
+	}, nil
+}

@@ -1,0 +1,136 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestInspectListsWhatWasCounted(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "s.db")
+	s := start(t, db, append(longWindow, "--default-limit", "10")...)
+	for range 3 {
+		s.check("alice", "/api/v1/order")
+	}
+	s.check("bob", "/api/v1/order")
+
+	// While the service runs, the tools refuse politely.
+	_, stderr, code := runTool(t, "inspect", db)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "in use by a running ratedb")
+	_, stderr, code = runTool(t, "compact", db)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "in use by a running ratedb")
+	require.Equal(t, 0, s.stop(syscall.SIGTERM))
+
+	out, stderr, code := runTool(t, "inspect", "--json", "--prefix", "default#0|5|alice|", db)
+	require.Equal(t, 0, code, stderr)
+	var got struct {
+		Windows []struct {
+			Key       string
+			Algorithm string
+			Scales    []string
+			Counts    []int64
+			Live      bool
+		}
+		Summary struct{ Records, Listed, Live int }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Len(t, got.Windows, 1)
+	w := got.Windows[0]
+	assert.Equal(t, "default#0|5|alice|/api/v1/order", w.Key)
+	assert.Equal(t, "per_key", w.Algorithm)
+	assert.Equal(t, []string{"1h0m0s"}, w.Scales)
+	assert.Equal(t, []int64{3}, w.Counts)
+	assert.True(t, w.Live)
+	assert.Equal(t, 2, got.Summary.Records)
+	assert.Equal(t, 1, got.Summary.Listed)
+
+	out, _, code = runTool(t, "inspect", db)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "default#0|3|bob|/api/v1/order\tper_key\tscale=1h0m0s\tcount=1\t")
+	assert.Contains(t, out, "summary: 2 records, 2 listed (2 live, 0 expired), 0 unreadable")
+
+	_, stderr, code = runTool(t, "inspect", filepath.Join(t.TempDir(), "missing.db"))
+	assert.Equal(t, 1, code)
+	assert.NotEmpty(t, stderr)
+}
+
+func TestCompactShrinksExpiredWindows(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "old.db")
+	// A file full of windows that ended long ago.
+	past := time.Now().Add(-24 * time.Hour)
+	db, err := ratedb.Open(path, &ratedb.Options{Clock: func() time.Time { return past }, MaxHotKeys: 1000, CleanPeriod: -1})
+	require.NoError(t, err)
+	w, err := db.Window(ratedb.FixedWindow, time.Minute)
+	require.NoError(t, err)
+	live, err := db.Window(ratedb.PerKeyWindow, 1000*time.Hour)
+	require.NoError(t, err)
+	ctx := context.Background()
+	for i := range 20000 {
+		_, err := w.Hit(ctx, fmt.Sprintf("expired-client-%06d|/api/v1/some/route", i), 10, 1)
+		require.NoError(t, err)
+	}
+	_, err = live.Hit(ctx, "still-live", 10, 1)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	before, err := os.Stat(path)
+	require.NoError(t, err)
+
+	out, stderr, code := runTool(t, "compact", path)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "removed 20000 expired windows")
+	after, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Less(t, after.Size()*4, before.Size(), "%d -> %d bytes", before.Size(), after.Size())
+
+	out, _, code = runTool(t, "inspect", path)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "summary: 1 records, 1 listed (1 live, 0 expired)")
+	assert.True(t, strings.HasPrefix(out, "still-live\tper_key"), out)
+
+	// The compacted file is a sound ratedb file.
+	db, err = ratedb.Open(path, &ratedb.Options{MaxHotKeys: 1000})
+	require.NoError(t, err)
+	require.NoError(t, db.Verify())
+	n, err := func() (int64, error) {
+		l, err := db.Window(ratedb.PerKeyWindow, 1000*time.Hour)
+		if err != nil {
+			return 0, err
+		}
+		return l.Get(ctx, "still-live")
+	}()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n)
+	require.NoError(t, db.Close())
+}
+
+func TestDevKeyAndLogs(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "s.db")
+	s := startNoKeys(t, db, "--log-format", "json")
+	out := s.stderr.String()
+	i := strings.Index(out, "X-API-Key: ")
+	require.True(t, i >= 0, out)
+	key := strings.Fields(out[i+len("X-API-Key: "):])[0]
+	assert.Contains(t, out, "development")
+	code, _, body := s.do("POST", "/v1/check", key, `{"client_id":"secret-client","route":"/r"}`)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, 0, s.stop(syscall.SIGTERM))
+	logs := s.stderr.String()
+	assert.Equal(t, 1, strings.Count(logs, key), "the key is printed once")
+	assert.NotContains(t, logs, "secret-client", "client ids are not logged")
+	assert.Contains(t, logs, `"msg":"listening"`, "JSON logs")
+}
