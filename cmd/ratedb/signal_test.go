@@ -15,12 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// inflight opens a connection and sends a check whose body is held back
-// until finish is called. It returns once the handler is running: the
-// request asks for "100 Continue", which the server sends only when the
-// handler starts reading the body. (A request whose headers the server has
-// not read yet when Shutdown begins is dropped by net/http, so signalling
-// before that point would make the test racy.)
+// inflight sends a check with "Expect: 100-continue" and waits for the
+// server's 100 Continue, which it sends when the handler starts reading the
+// body: from then on the request is in flight until finish sends the body.
 func inflight(t *testing.T, s *service) (conn net.Conn, finish func() *http.Response) {
 	t.Helper()
 	body := `{"client_id":"inflight","route":"/r"}`
@@ -31,11 +28,9 @@ func inflight(t *testing.T, s *service) (conn net.Conn, finish func() *http.Resp
 		clientKey, len(body))
 	require.NoError(t, err)
 	br := bufio.NewReader(c)
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
 	cont, err := http.ReadResponse(br, nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusContinue, cont.StatusCode)
-	require.NoError(t, c.SetReadDeadline(time.Time{}))
 	return c, func() *http.Response {
 		_, err := c.Write([]byte(body))
 		require.NoError(t, err)
