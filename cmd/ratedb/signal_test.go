@@ -15,21 +15,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// inflight opens a connection and sends a check whose body is cut short,
-// so that the request is in flight until finish is called.
+// inflight sends a check with "Expect: 100-continue" and waits for the
+// server's 100 Continue, which it sends when the handler starts reading the
+// body: from then on the request is in flight until finish sends the body.
 func inflight(t *testing.T, s *service) (conn net.Conn, finish func() *http.Response) {
 	t.Helper()
 	body := `{"client_id":"inflight","route":"/r"}`
 	c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
-	_, err = fmt.Fprintf(c, "POST /v1/check HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\nContent-Length: %d\r\n\r\n%s",
-		clientKey, len(body), body[:10])
+	_, err = fmt.Fprintf(c, "POST /v1/check HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n",
+		clientKey, len(body))
 	require.NoError(t, err)
+	br := bufio.NewReader(c)
+	cont, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusContinue, cont.StatusCode)
 	return c, func() *http.Response {
-		_, err := c.Write([]byte(body[10:]))
+		_, err := c.Write([]byte(body))
 		require.NoError(t, err)
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		resp, err := http.ReadResponse(br, nil)
 		require.NoError(t, err)
 		return resp
 	}

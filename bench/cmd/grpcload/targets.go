@@ -67,7 +67,7 @@ func startRatedb(o options, tmp, cfgDir string) (string, []int, func(), error) {
 		bin = filepath.Join(tmp, "ratedb")
 	}
 	if _, err := os.Stat(bin); err != nil {
-		build := exec.Command("go", "build", "-o", bin, "../cmd/ratedb")
+		build := exec.Command("go", "build", "-o", bin, "github.com/ratedb/ratedb/cmd/ratedb")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			return "", nil, nil, fmt.Errorf("building ratedb: %w", err)

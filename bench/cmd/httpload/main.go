@@ -7,8 +7,8 @@
 // Run it from the bench directory (it builds ratedb from this checkout and
 // envoyproxy/ratelimit from the Go module proxy into a temporary GOBIN):
 //
-//	go run ./cmd/httpload                       # 5 s warm-up, then 30 s per target
-//	go run ./cmd/httpload -duration 5s -targets ratedb,noop
+//	go run ./cmd/httpload                       # 3 rounds; in each, every target: 5 s warm-up, then 30 s
+//	go run ./cmd/httpload -rounds 1 -duration 5s -targets ratedb,noop
 //	go run ./cmd/httpload -targets ratedb -cpuprofile /tmp/ratedb.pprof
 //
 // Load: -conns keep-alive connections (64), each driven by one goroutine
@@ -16,7 +16,9 @@
 // distinct client ids (10,000) over -routes routes (20), picked uniformly by
 // a seeded generator. Reported per target: calls/s, p50 and p99 latency, and
 // the service's CPU time per 1,000 calls (utime+stime of its processes from
-// /proc/<pid>/stat, Redis included for envoyproxy/ratelimit).
+// /proc/<pid>/stat, Redis included for envoyproxy/ratelimit): the median of
+// each over -rounds rounds, in which the targets take turns, with the range
+// of calls/s.
 package main
 
 import (
@@ -47,7 +49,7 @@ const ratelimitVersion = "v1.4.1-0.20260122083618-3fb702589d36"
 
 type options struct {
 	duration, warmup time.Duration
-	conns            int
+	conns, rounds    int
 	clients, routes  int
 	targets          string
 	out              string
@@ -60,11 +62,12 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 30*time.Second, "measured time per target")
 	flag.DurationVar(&o.warmup, "warmup", 5*time.Second, "unmeasured warm-up per target")
 	flag.IntVar(&o.conns, "conns", 64, "concurrent keep-alive connections")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each target is measured once per round and the medians are reported")
 	flag.IntVar(&o.clients, "clients", 10_000, "distinct client ids")
 	flag.IntVar(&o.routes, "routes", 20, "distinct routes")
 	flag.StringVar(&o.targets, "targets", "ratedb,noop,envoy-ratelimit", "comma list of targets: ratedb, noop, envoy-ratelimit")
 	flag.StringVar(&o.out, "out", "", "also write the Markdown table to this file")
-	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of ratedb serve (warm-up and measured run) to this file")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of ratedb serve (the last round's warm-up and measured run) to this file")
 	flag.StringVar(&o.gobin, "gobin", filepath.Join(os.TempDir(), "ratedb-bench-gobin"), "where envoyproxy/ratelimit is installed (reused when present)")
 	noop := flag.String("serve-noop", "", "internal: serve the do-nothing server on this address")
 	flag.Parse()
@@ -93,32 +96,41 @@ func run(o options) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	var results []result
-	for _, t := range strings.Split(o.targets, ",") {
-		var tg *target
-		switch t {
-		case "ratedb":
-			tg, err = startRatedb(dir, o)
-		case "noop":
-			tg, err = startNoop()
-		case "envoy-ratelimit":
-			tg, err = startEnvoyRatelimit(dir, o)
-		default:
-			return fmt.Errorf("unknown target %q", t)
+	targets := strings.Split(o.targets, ",")
+	runs := make(map[string][]result)
+	for round := 1; round <= o.rounds; round++ {
+		// Targets take turns in every round, so that load from other
+		// processes on the machine falls on all of them alike.
+		for _, t := range targets {
+			var tg *target
+			switch t {
+			case "ratedb":
+				tg, err = startRatedb(dir, o)
+			case "noop":
+				tg, err = startNoop()
+			case "envoy-ratelimit":
+				tg, err = startEnvoyRatelimit(dir, o)
+			default:
+				return fmt.Errorf("unknown target %q", t)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", t, err)
+			}
+			log.Printf("round %d/%d, %s: warm-up %v, then %v with %d connections", round, o.rounds, t, o.warmup, o.duration, o.conns)
+			r, err := measure(tg, o)
+			tg.stop()
+			if err != nil {
+				return fmt.Errorf("%s: %w", t, err)
+			}
+			r.name = t
+			runs[t] = append(runs[t], r)
+			log.Printf("%s: %.0f calls/s, p50 %v, p99 %v, %.1f ms CPU per 1,000 calls, %d errors",
+				t, r.rate(), r.p50, r.p99, r.cpuPer1000(), r.errors)
 		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", t, err)
-		}
-		log.Printf("%s: warm-up %v, then %v with %d connections", t, o.warmup, o.duration, o.conns)
-		r, err := measure(tg, o)
-		tg.stop()
-		if err != nil {
-			return fmt.Errorf("%s: %w", t, err)
-		}
-		r.name = t
-		results = append(results, r)
-		log.Printf("%s: %.0f calls/s, p50 %v, p99 %v, %.1f ms CPU per 1,000 calls, %d errors",
-			t, r.rate(), r.p50, r.p99, r.cpuPer1000(), r.errors)
+	}
+	var results []summary
+	for _, t := range targets {
+		results = append(results, summarize(runs[t]))
 	}
 	table := render(results, o)
 	fmt.Print(table)
@@ -137,15 +149,44 @@ func (r result) cpuPer1000() float64 {
 	return float64(r.cpu.Milliseconds()) * 1000 / float64(r.calls)
 }
 
-func render(rs []result, o options) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "| target | calls/s | p50 | p99 | service CPU per 1,000 calls | errors |\n|---|---:|---:|---:|---:|---:|\n")
+// summary is the median of each figure over a target's rounds.
+type summary struct {
+	name                   string
+	rate, minRate, maxRate float64
+	p50, p99               time.Duration
+	cpuPer1000             float64
+	errors                 int64
+}
+
+func summarize(rs []result) summary {
+	s := summary{name: rs[0].name}
+	var rates, cpus []float64
+	var p50s, p99s []time.Duration
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %s | %.0f | %.2f ms | %.2f ms | %.0f ms | %d |\n", r.name, r.rate(),
-			float64(r.p50.Microseconds())/1000, float64(r.p99.Microseconds())/1000, r.cpuPer1000(), r.errors)
+		rates, cpus = append(rates, r.rate()), append(cpus, r.cpuPer1000())
+		p50s, p99s = append(p50s, r.p50), append(p99s, r.p99)
+		s.errors += r.errors
 	}
-	fmt.Fprintf(&b, "\n%d keep-alive connections, %d client ids x %d routes, %v warm-up, %v measured per target, "+
-		"loopback, generator on the same machine.\n", o.conns, o.clients, o.routes, o.warmup, o.duration)
+	slices.Sort(rates)
+	slices.Sort(cpus)
+	slices.Sort(p50s)
+	slices.Sort(p99s)
+	m := len(rs) / 2
+	s.rate, s.minRate, s.maxRate = rates[m], rates[0], rates[len(rates)-1]
+	s.cpuPer1000, s.p50, s.p99 = cpus[m], p50s[m], p99s[m]
+	return s
+}
+
+func render(rs []summary, o options) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| target | calls/s (min-max) | p50 | p99 | service CPU per 1,000 calls | errors |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, r := range rs {
+		fmt.Fprintf(&b, "| %s | %.0f (%.0f-%.0f) | %.2f ms | %.2f ms | %.0f ms | %d |\n", r.name, r.rate, r.minRate, r.maxRate,
+			float64(r.p50.Microseconds())/1000, float64(r.p99.Microseconds())/1000, r.cpuPer1000, r.errors)
+	}
+	fmt.Fprintf(&b, "\nMedians of %d rounds (targets take turns in each round); %d keep-alive connections, %d client ids x %d routes, "+
+		"%v warm-up, %v measured per target and round, loopback, generator on the same machine.\n",
+		o.rounds, o.conns, o.clients, o.routes, o.warmup, o.duration)
 	return b.String()
 }
 

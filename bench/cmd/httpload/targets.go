@@ -28,9 +28,11 @@ func startRatedb(dir string, o options) (*target, error) {
 		return nil, err
 	}
 	bin := filepath.Join(dir, "ratedb")
-	log.Printf("building ratedb")
-	if err := goCmd(context.Background(), root, nil, "build", "-o", bin, "./cmd/ratedb"); err != nil {
-		return nil, err
+	if _, err := os.Stat(bin); err != nil {
+		log.Printf("building ratedb")
+		if err := goCmd(context.Background(), root, nil, "build", "-o", bin, "./cmd/ratedb"); err != nil {
+			return nil, err
+		}
 	}
 	addr, err := freeAddr()
 	if err != nil {
@@ -42,7 +44,7 @@ func startRatedb(dir string, o options) (*target, error) {
 		env = append(env, "RATEDB_CPUPROFILE="+o.cpuprofile)
 	}
 	cmd, stop, err := startProc(dir, "ratedb", env, bin,
-		"serve", "--http", addr, "--db", filepath.Join(dir, "bench.db"), "--default-limit", "1000000", "--default-window", "1m")
+		"serve", "--http", addr, "--db", filepath.Join(dir, fmt.Sprintf("bench-%d.db", time.Now().UnixNano())), "--default-limit", "1000000", "--default-window", "1m")
 	if err != nil {
 		return nil, err
 	}

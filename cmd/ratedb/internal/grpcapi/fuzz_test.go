@@ -42,7 +42,7 @@ func FuzzCheck(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	db, err := ratedb.Open(filepath.Join(f.TempDir(), "state.db"), nil)
+	db, err := ratedb.Open(filepath.Join(f.TempDir(), "state.db"), &ratedb.Options{MaxHotKeys: 10000})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func start(t *testing.T, opts *grpcapi.Options) *fixture {
 	cfg, err := envoyconf.Load(dir)
 	require.NoError(t, err)
 	clock := func() time.Time { return now }
-	db, err := ratedb.Open(filepath.Join(t.TempDir(), "state.db"), &ratedb.Options{Clock: clock})
+	db, err := ratedb.Open(filepath.Join(t.TempDir(), "state.db"), &ratedb.Options{Clock: clock, MaxHotKeys: 10000})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	o := grpcapi.Options{Clock: clock}

@@ -38,10 +38,14 @@ func writeEnvelope(w http.ResponseWriter, code int, e envelope) {
 	writeBytes(w, code, b)
 }
 
+// writeBytes writes one JSON body. net/http sets Content-Length itself for
+// a body written at once and under 2 KiB; larger ones get it here.
 func writeBytes(w http.ResponseWriter, code int, b []byte) {
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	if len(b) >= 2048 {
+		h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	}
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
 }
