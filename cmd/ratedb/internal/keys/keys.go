@@ -127,7 +127,8 @@ func (k *Keys) Role(key string) Role {
 	return None
 }
 
-// Generate returns a new random key: 32 bytes, hex.
+// Generate returns a new random development key: "dev-" and 32 random
+// bytes in hex.
 func Generate() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
