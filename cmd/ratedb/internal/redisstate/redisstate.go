@@ -22,7 +22,8 @@ import (
 // '{' right after the prefix, so it never meets one of them).
 const RulesKey = redisstore.DefaultPrefix + "rules"
 
-// Timeout bounds each Redis call of the service.
+// Timeout is the default bound on each Redis call of a check
+// (--redis-timeout).
 const Timeout = 100 * time.Millisecond
 
 // NewClient connects to the Redis deployment named by spec:

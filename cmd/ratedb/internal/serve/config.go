@@ -28,9 +28,11 @@ type Config struct {
 	Rules                    string
 	DenyStatus               int
 	FailOpen                 bool
-	LogFormat                string
-	LogLevel                 string
-	LogKeys                  bool
+	// RedisTimeout bounds every Redis call of a check (--redis-timeout).
+	RedisTimeout time.Duration
+	LogFormat    string
+	LogLevel     string
+	LogKeys      bool
 	// SnapshotPeriod is the embedded DB's snapshot period (what a crash can
 	// lose).
 	SnapshotPeriod time.Duration
@@ -58,6 +60,9 @@ func (c *Config) validate() error {
 	}
 	if c.FailOpen && c.Redis == "" {
 		p = append(p, "--fail-open applies only with --redis (the embedded file never becomes unavailable)")
+	}
+	if c.Redis != "" && c.RedisTimeout <= 0 {
+		p = append(p, "--redis-timeout must be positive")
 	}
 	if c.SnapshotPeriod <= 0 {
 		p = append(p, "--snapshot-period must be positive")

@@ -76,7 +76,7 @@ func openRedis(c *Config) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := redisstore.New(client, &redisstore.Options{Timeout: redisstate.Timeout})
+	rs, err := redisstore.New(client, &redisstore.Options{Timeout: c.RedisTimeout})
 	if err != nil {
 		client.Close()
 		return nil, err
