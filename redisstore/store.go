@@ -291,14 +291,17 @@ func (sp *spec) countArgs(key string, hit bool, increment int64, lims []int64) (
 		mode = "h"
 		increment = min(increment, MaxCount+1) // larger never fits either
 	}
-	args := make([]any, 0, 6+3*len(sp.scales))
-	args = append(args, sp.s.nowArg(), int(sp.alg), increment, sp.s.dedupMS, mode, MaxCount)
+	args := make([]any, 0, 5+3*len(sp.scales))
+	args = append(args, sp.s.nowArg(), int(sp.alg), mode, increment)
 	for i, sc := range sp.scales {
 		lim := int64(0)
 		if hit {
 			lim = min(lims[i], MaxCount)
 		}
 		args = append(args, sc, sp.offset(key, sc), lim)
+	}
+	if len(keys) == 2 {
+		args = append(args, sp.s.dedupMS)
 	}
 	return keys, args
 }
