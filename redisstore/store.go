@@ -321,15 +321,7 @@ func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64
 		}
 		return false, 0, nil, err
 	}
-	r, err := ints(v, 2+3*len(sp.scales))
-	if err != nil {
-		return false, 0, nil, err
-	}
-	ts := make([]tierState, len(sp.scales))
-	for i := range ts {
-		ts[i] = tierState{count: r[2+3*i], end: r[3+3*i], fits: r[4+3*i] == 1}
-	}
-	return r[0] == 1, r[1], ts, nil
+	return decodeCount(v, len(sp.scales))
 }
 
 // read returns every tier's count and end as the key's stored value holds
@@ -339,34 +331,7 @@ func (sp *spec) read(ctx context.Context, key string) ([]tierState, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, ok := v.([]any)
-	if !ok || len(a) != 2 {
-		return nil, badReply(v)
-	}
-	now, ok1 := a[0].(int64)
-	val, ok2 := a[1].(string)
-	if !ok1 || !ok2 {
-		return nil, badReply(v)
-	}
-	ts := make([]tierState, len(sp.scales))
-	if val == "" {
-		return ts, nil
-	}
-	f := strings.Split(val, ",")
-	if len(f) != 2*len(ts) {
-		return nil, badReply(v)
-	}
-	for i := range ts {
-		c, err1 := strconv.ParseInt(f[2*i], 10, 64)
-		e, err2 := strconv.ParseInt(f[2*i+1], 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, badReply(v)
-		}
-		if e > now {
-			ts[i] = tierState{count: c, end: e}
-		}
-	}
-	return ts, nil
+	return decodeRead(v, len(sp.scales))
 }
 
 // reset deletes key's counter.
@@ -383,21 +348,6 @@ func (sp *spec) offset(key string, scale int64) int64 {
 		return 0
 	}
 	return limits.StaggerOffset(key, scale)
-}
-
-// ints converts a script's reply to n integers.
-func ints(v any, n int) ([]int64, error) {
-	a, ok := v.([]any)
-	if !ok || len(a) != n {
-		return nil, badReply(v)
-	}
-	out := make([]int64, n)
-	for i, x := range a {
-		if out[i], ok = x.(int64); !ok {
-			return nil, badReply(v)
-		}
-	}
-	return out, nil
 }
 
 // badReply reports a reply of the wrong shape (another program wrote our
