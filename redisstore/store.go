@@ -67,7 +67,9 @@ type Options struct {
 	// context deadlines on socket reads): such calls run in a goroutine
 	// that the Store stops waiting for; the goroutine ends when go-redis's
 	// own ReadTimeout fires. Build the client with ContextTimeoutEnabled to
-	// spare that goroutine. Default 50 ms. Negative is invalid.
+	// spare that goroutine. A counting call that timed out may still run
+	// when a slow Redis catches up: it counted at most once. Default 50 ms.
+	// Negative is invalid.
 	Timeout time.Duration
 
 	// Clock is the time source: ServerClock (default) or LocalClock(f).
