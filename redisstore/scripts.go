@@ -113,6 +113,48 @@ redis.call('SET', KEYS[1], encode(state), 'PX', maxEnd - now)
 return reply
 `)
 
+// windowScript is countScript for a Window (one tier) without a dedup
+// key, written for speed: the same arguments, reply and semantics, without
+// the helpers and loops the general script needs (about a third less Redis
+// CPU per call). A value is "count,end"; numbers under 1e14 concatenate
+// exactly (Lua's %.14g), larger ones go through %d.
+var windowScript = newScript(`
+local now = ARGV[1]
+if now == '' then
+  local t = redis.call('TIME')
+  now = t[1] * 1000 + math.floor(t[2] / 1000)
+else
+  now = tonumber(now)
+end
+local alg, mode, inc = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local scale, off, limit = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local c, e = 0, 0
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local p = string.find(cur, ',', 1, true)
+  c, e = tonumber(string.sub(cur, 1, p - 1)), tonumber(string.sub(cur, p + 1))
+end
+if e <= now then
+  c = 0
+  if alg == '2' then
+    e = now + scale
+  else
+    local x = now - off
+    e = x - x % scale + scale + off
+  end
+end
+if mode == 'h' then
+  if c > limit - inc then return {0, now, c, e, 0} end
+elseif c > 9007199254740991 - inc then
+  return redis.error_reply('RATEDB_OVERFLOW 0')
+end
+c = c + inc
+local v
+if c < 1e14 and e < 1e14 and e > -1e14 then v = c .. ',' .. e else v = string.format('%d,%d', c, e) end
+redis.call('SET', KEYS[1], v, 'PX', e - now)
+return {1, now, c, e, 1}
+`)
+
 // readScript is Get and ExpiresAt: it returns {now, stored value or an empty string}.
 // KEYS[1] is the counter key, ARGV[1] now (empty: read TIME).
 var readScript = newScript(prelude + `

@@ -6,9 +6,11 @@ import (
 	"testing"
 )
 
-// The count script spells MaxCount as a literal.
+// The count scripts spell MaxCount as a literal.
 func TestScriptMaxCount(t *testing.T) {
-	if !strings.Contains(countScript.src, " "+strconv.FormatInt(MaxCount, 10)+" ") {
-		t.Fatalf("countScript does not use MaxCount (%d)", MaxCount)
+	for _, sc := range []*script{countScript, windowScript} {
+		if !strings.Contains(sc.src, " "+strconv.FormatInt(MaxCount, 10)+" ") {
+			t.Fatalf("a count script does not use MaxCount (%d)", MaxCount)
+		}
 	}
 }

@@ -313,7 +313,11 @@ func (sp *spec) countArgs(key string, hit bool, increment int64, lims []int64) (
 // hit was allowed, the script's now and every tier's state.
 func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64, lims []int64) (bool, int64, []tierState, error) {
 	keys, args := sp.countArgs(key, hit, increment, lims)
-	v, err := sp.s.run(ctx, countScript, sp.s.dedupMS == "", keys, args...)
+	sc := countScript
+	if len(keys) == 1 && len(sp.scales) == 1 {
+		sc = windowScript
+	}
+	v, err := sp.s.run(ctx, sc, sp.s.dedupMS == "", keys, args...)
 	if err != nil {
 		if i, ok := overflowTier(err); ok {
 			if len(sp.scales) == 1 {
