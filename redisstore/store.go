@@ -90,7 +90,7 @@ type Options struct {
 	// (client MaxRetries), and a retry of a call that was counted returns
 	// the first reply instead of counting again, so the caller gets its
 	// answer. It costs one small Redis key per counted call for
-	// DedupWindow and about a third more Redis CPU per counted call
+	// DedupWindow and about twice the Redis CPU per counted call
 	// (bench/results/REDIS.md).
 	// It must be a whole number of milliseconds and at least Timeout
 	// (go-redis sends every retry of a call within the call's Timeout); 1
