@@ -38,7 +38,9 @@ func TestRetryNotCountedTwice(t *testing.T) {
 		require.NoError(t, err)
 		l, err := s.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Minute, Limit: 1000}, ratedb.Tier{Scale: time.Hour, Limit: 1000})
 		require.NoError(t, err)
-		_, err = w.Hit(ctx, "warm-up", 1, 1) // loads the script, so that EVALSHA runs it
+		_, err = w.Hit(ctx, "warm-up", 1, 1) // loads the scripts, so that EVALSHA runs them
+		require.NoError(t, err)
+		_, err = l.Hit(ctx, "warm-up", 1)
 		require.NoError(t, err)
 		cutsBefore := p.cuts.Load()
 		for i := int64(1); i <= calls; i++ {

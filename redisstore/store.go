@@ -67,7 +67,9 @@ type Options struct {
 	// context deadlines on socket reads): such calls run in a goroutine
 	// that the Store stops waiting for; the goroutine ends when go-redis's
 	// own ReadTimeout fires. Build the client with ContextTimeoutEnabled to
-	// spare that goroutine. Default 50 ms. Negative is invalid.
+	// spare that goroutine. A counting call that timed out may still run
+	// when a slow Redis catches up: it counted at most once. Default 50 ms.
+	// Negative is invalid.
 	Timeout time.Duration
 
 	// Clock is the time source: ServerClock (default) or LocalClock(f).
@@ -88,7 +90,8 @@ type Options struct {
 	// (client MaxRetries), and a retry of a call that was counted returns
 	// the first reply instead of counting again, so the caller gets its
 	// answer. It costs one small Redis key per counted call for
-	// DedupWindow and about a third of the throughput (bench/results/REDIS.md).
+	// DedupWindow and about twice the Redis CPU per counted call
+	// (bench/results/REDIS.md).
 	// It must be a whole number of milliseconds and at least Timeout
 	// (go-redis sends every retry of a call within the call's Timeout); 1
 	// second is plenty. Negative is invalid.
@@ -291,14 +294,17 @@ func (sp *spec) countArgs(key string, hit bool, increment int64, lims []int64) (
 		mode = "h"
 		increment = min(increment, MaxCount+1) // larger never fits either
 	}
-	args := make([]any, 0, 6+3*len(sp.scales))
-	args = append(args, sp.s.nowArg(), int(sp.alg), increment, sp.s.dedupMS, mode, MaxCount)
+	args := make([]any, 0, 5+3*len(sp.scales))
+	args = append(args, sp.s.nowArg(), int(sp.alg), mode, increment)
 	for i, sc := range sp.scales {
 		lim := int64(0)
 		if hit {
 			lim = min(lims[i], MaxCount)
 		}
 		args = append(args, sc, sp.offset(key, sc), lim)
+	}
+	if len(keys) == 2 {
+		args = append(args, sp.s.dedupMS)
 	}
 	return keys, args
 }
@@ -307,7 +313,11 @@ func (sp *spec) countArgs(key string, hit bool, increment int64, lims []int64) (
 // hit was allowed, the script's now and every tier's state.
 func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64, lims []int64) (bool, int64, []tierState, error) {
 	keys, args := sp.countArgs(key, hit, increment, lims)
-	v, err := sp.s.run(ctx, countScript, sp.s.dedupMS == "", keys, args...)
+	sc := countScript
+	if len(keys) == 1 && len(sp.scales) == 1 {
+		sc = windowScript
+	}
+	v, err := sp.s.run(ctx, sc, sp.s.dedupMS == "", keys, args...)
 	if err != nil {
 		if i, ok := overflowTier(err); ok {
 			if len(sp.scales) == 1 {
@@ -317,15 +327,7 @@ func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64
 		}
 		return false, 0, nil, err
 	}
-	r, err := ints(v, 2+3*len(sp.scales))
-	if err != nil {
-		return false, 0, nil, err
-	}
-	ts := make([]tierState, len(sp.scales))
-	for i := range ts {
-		ts[i] = tierState{count: r[2+3*i], end: r[3+3*i], fits: r[4+3*i] == 1}
-	}
-	return r[0] == 1, r[1], ts, nil
+	return decodeCount(v, len(sp.scales))
 }
 
 // read returns every tier's count and end as the key's stored value holds
@@ -335,34 +337,7 @@ func (sp *spec) read(ctx context.Context, key string) ([]tierState, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, ok := v.([]any)
-	if !ok || len(a) != 2 {
-		return nil, badReply(v)
-	}
-	now, ok1 := a[0].(int64)
-	val, ok2 := a[1].(string)
-	if !ok1 || !ok2 {
-		return nil, badReply(v)
-	}
-	ts := make([]tierState, len(sp.scales))
-	if val == "" {
-		return ts, nil
-	}
-	f := strings.Split(val, ",")
-	if len(f) != 2*len(ts) {
-		return nil, badReply(v)
-	}
-	for i := range ts {
-		c, err1 := strconv.ParseInt(f[2*i], 10, 64)
-		e, err2 := strconv.ParseInt(f[2*i+1], 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, badReply(v)
-		}
-		if e > now {
-			ts[i] = tierState{count: c, end: e}
-		}
-	}
-	return ts, nil
+	return decodeRead(v, len(sp.scales))
 }
 
 // reset deletes key's counter.
@@ -379,21 +354,6 @@ func (sp *spec) offset(key string, scale int64) int64 {
 		return 0
 	}
 	return limits.StaggerOffset(key, scale)
-}
-
-// ints converts a script's reply to n integers.
-func ints(v any, n int) ([]int64, error) {
-	a, ok := v.([]any)
-	if !ok || len(a) != n {
-		return nil, badReply(v)
-	}
-	out := make([]int64, n)
-	for i, x := range a {
-		if out[i], ok = x.(int64); !ok {
-			return nil, badReply(v)
-		}
-	}
-	return out, nil
 }
 
 // badReply reports a reply of the wrong shape (another program wrote our

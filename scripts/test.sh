@@ -33,6 +33,8 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
 fi
 (cd redisstore && go vet ./...)
 RATEDB_REQUIRE_REDIS=1 go test -race -shuffle=on -timeout 10m ./redisstore/...
+go test -run '^$' -fuzz '^FuzzDecodeRead$' -fuzztime 10s ./redisstore
+go test -run '^$' -fuzz '^FuzzDecodeCount$' -fuzztime 10s ./redisstore
 # --- end redisstore ---
 # --- service block (issue 12: cmd/ratedb and ratedbprom) ---
 echo "== service: vet and go test -race -shuffle=on ./cmd/ratedb/... ./ratedbprom/..."

@@ -1,0 +1,222 @@
+// Command redisbench measures ratedb/redisstore against redis_rate v10,
+// ulule/limiter's Redis store and a bare EVALSHA (the round-trip floor),
+// side by side in one run against one redis-server it starts on loopback:
+// allowed hits per second and p50/p99 latency with 1 and 64 concurrent
+// callers, on one hot key and on 100,000 keys. It prints a Markdown table
+// and, with -out, writes it with the machine and command to a file.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/bench"
+	"github.com/ratedb/ratedb/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	duration := flag.Duration("duration", 5*time.Second, "timed run of each row")
+	nkeys := flag.Int("keys", 100_000, "size of the many-keys key set")
+	out := flag.String("out", "", "write the report to this file (e.g. results/REDIS.md)")
+	quick := flag.Bool("quick", false, "smoke run: 300 ms rows, 10,000 keys")
+	flag.Parse()
+	if *quick {
+		*duration, *nkeys = 300*time.Millisecond, 10_000
+	}
+	dir, err := os.MkdirTemp("", "redisbench-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	srv, err := bench.StartRedis(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Stop()
+	report, err := run(srv, *duration, *nkeys)
+	if err != nil {
+		log.Print(err)
+		srv.Stop()
+		os.Exit(1)
+	}
+	header := fmt.Sprintf("# Redis-backed limiters, one run\n\nCommand: `cd bench && go run ./cmd/redisbench %s`  \n"+
+		"Machine: %s, %d CPUs, %s/%s; %s; redis-server %s (Debian), loopback, no persistence; load average at start %s  \n"+
+		"Date: %s\n\n", strings.Join(os.Args[1:], " "), cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH,
+		runtime.Version(), srv.Version(), loadAvg(), time.Now().UTC().Format(time.RFC3339))
+	fmt.Print(header + report)
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(header+report), 0o644); err != nil {
+			log.Print(err)
+		}
+	}
+}
+
+func run(srv *bench.RedisServer, d time.Duration, nkeys int) (string, error) {
+	ctx := context.Background()
+	// PoolSize above the largest number of callers, so that no caller waits
+	// for a connection.
+	fast := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 128, ContextTimeoutEnabled: true})
+	plain := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 128})
+	clients := map[string]*redis.Client{"": fast, "plain": plain}
+	for _, c := range clients {
+		defer c.Close()
+	}
+	keySets := [][]string{{"hot"}, bench.Keys(nkeys)}
+	var b strings.Builder
+	b.WriteString("| limiter | callers | keys | allowed hits/s | p50 | p99 | bare EVALSHA's hits/s ÷ this | Redis CPU per script | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	floor := map[[2]int]float64{}
+	var rows []bench.RedisRow
+	for _, keys := range keySets {
+		for _, callers := range []int{1, 64} {
+			for _, f := range bench.RedisFactories {
+				c := clients[f.Client]
+				if err := fast.FlushAll(ctx).Err(); err != nil {
+					return "", err
+				}
+				lim, err := f.New(c)
+				if err != nil {
+					return "", fmt.Errorf("%s: %w", f.Name, err)
+				}
+				if err := fast.ConfigResetStat(ctx).Err(); err != nil {
+					return "", err
+				}
+				r := bench.RunRedis(lim, f.Name, callers, keys, d)
+				r.ServerPerCall = scriptTime(ctx, fast)
+				rows = append(rows, r)
+				if f.Name == "bare EVALSHA" {
+					floor[[2]int{callers, len(keys)}] = r.PerSecond()
+				}
+				fmt.Fprintf(os.Stderr, "%-32s callers %2d keys %6d: %8.0f allowed/s p50 %v p99 %v script %.1f µs errors %d\n",
+					f.Name, callers, len(keys), r.PerSecond(), r.P50, r.P99, r.ServerPerCall, r.Errors)
+			}
+		}
+	}
+	for _, r := range rows {
+		ratio := "—"
+		if fl := floor[[2]int{r.Callers, r.Keys}]; fl > 0 && r.Limiter != "bare EVALSHA" {
+			ratio = fmt.Sprintf("%.2f", fl/r.PerSecond())
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %v | %v | %s | %.1f µs | %d |\n", r.Limiter, r.Callers, r.Keys, r.PerSecond(),
+			r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), ratio, r.ServerPerCall, r.Errors)
+	}
+	perKey, perDedup, err := memoryPerKey(ctx, fast, bench.Keys(nkeys))
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(&b, "\nRedis memory (used_memory): %.0f bytes per redisstore counter (%d keys, FixedWindow, dedup off); "+
+		"a counted call's dedup key: %.0f bytes, kept for DedupWindow.\n", perKey, len(bench.Keys(nkeys)), perDedup)
+	b.WriteString("\nEvery timed hit is allowed (quota 2^40 per 24 h); a row counts a hit only when the limiter said allowed.\n\n")
+	for _, f := range bench.RedisFactories {
+		fmt.Fprintf(&b, "- **%s**: %s\n", f.Name, f.Desc)
+	}
+	return b.String(), nil
+}
+
+// memoryPerKey measures Redis's used_memory per redisstore counter, hitting
+// every key once with deduplication off, and then per dedup key, hitting
+// them again with it on.
+func memoryPerKey(ctx context.Context, c *redis.Client, keys []string) (float64, float64, error) {
+	used := func() (float64, error) {
+		info, err := c.InfoMap(ctx, "memory").Result()
+		if err != nil {
+			return 0, err
+		}
+		return strconv.ParseFloat(info["Memory"]["used_memory"], 64)
+	}
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		return 0, 0, err
+	}
+	var marks [3]float64
+	for i, dedup := range []time.Duration{0, time.Hour} {
+		m, err := used()
+		if err != nil {
+			return 0, 0, err
+		}
+		marks[i] = m
+		s, err := redisstore.New(c, &redisstore.Options{DedupWindow: dedup, Timeout: time.Second})
+		if err != nil {
+			return 0, 0, err
+		}
+		w, err := s.Window(ratedb.FixedWindow, bench.DefaultWindow)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, k := range keys {
+			if _, err := w.Hit(ctx, k, bench.AllowAll, 1); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	m, err := used()
+	if err != nil {
+		return 0, 0, err
+	}
+	marks[2] = m
+	n := float64(len(keys))
+	return (marks[1] - marks[0]) / n, (marks[2] - marks[1]) / n, nil
+}
+
+// scriptTime returns the server's mean time per EVAL/EVALSHA since the
+// last CONFIG RESETSTAT, in microseconds (INFO commandstats).
+func scriptTime(ctx context.Context, c *redis.Client) float64 {
+	info, err := c.InfoMap(ctx, "commandstats").Result()
+	if err != nil {
+		return 0
+	}
+	var calls, usec float64
+	for name, v := range info["Commandstats"] {
+		if name != "cmdstat_evalsha" && name != "cmdstat_eval" {
+			continue
+		}
+		for _, kv := range strings.Split(v, ",") {
+			k, val, _ := strings.Cut(kv, "=")
+			f, _ := strconv.ParseFloat(val, 64)
+			switch k {
+			case "calls":
+				calls += f
+			case "usec":
+				usec += f
+			}
+		}
+	}
+	if calls == 0 {
+		return 0
+	}
+	return usec / calls
+}
+
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "model name") {
+			if _, v, ok := strings.Cut(line, ":"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return "unknown CPU"
+}
+
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -1,0 +1,68 @@
+package redisstore
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Decoding of the scripts' replies, which come from the network: anything
+// of the wrong shape (another program wrote our key, a script of another
+// version) is an error matching ErrUnavailable, never a panic or a wrong
+// decision. FuzzDecodeRead and FuzzDecodeCount cover them.
+
+// decodeCount decodes countScript's reply for n tiers: {allowed, now, c1,
+// e1, fits1, …}.
+func decodeCount(v any, n int) (allowed bool, now int64, ts []tierState, err error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 2+3*n {
+		return false, 0, nil, badReply(v)
+	}
+	r := make([]int64, len(a))
+	for i, x := range a {
+		if r[i], ok = x.(int64); !ok {
+			return false, 0, nil, badReply(v)
+		}
+	}
+	ts = make([]tierState, n)
+	for i := range ts {
+		ts[i] = tierState{count: r[2+3*i], end: r[3+3*i], fits: r[4+3*i] == 1}
+		if ts[i].count < 0 {
+			return false, 0, nil, badReply(v)
+		}
+	}
+	return r[0] == 1, r[1], ts, nil
+}
+
+// decodeRead decodes readScript's reply for n tiers: {now, stored value},
+// the value being "c1,e1,c2,e2,…" or empty. Tiers whose window ended by
+// now are zero.
+func decodeRead(v any, n int) ([]tierState, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 2 {
+		return nil, badReply(v)
+	}
+	now, ok1 := a[0].(int64)
+	val, ok2 := a[1].(string)
+	if !ok1 || !ok2 {
+		return nil, badReply(v)
+	}
+	ts := make([]tierState, n)
+	if val == "" {
+		return ts, nil
+	}
+	f := strings.Split(val, ",")
+	if len(f) != 2*n {
+		return nil, badReply(v)
+	}
+	for i := range ts {
+		c, err1 := strconv.ParseInt(f[2*i], 10, 64)
+		e, err2 := strconv.ParseInt(f[2*i+1], 10, 64)
+		if err1 != nil || err2 != nil || c < 0 {
+			return nil, badReply(v)
+		}
+		if e > now {
+			ts[i] = tierState{count: c, end: e}
+		}
+	}
+	return ts, nil
+}

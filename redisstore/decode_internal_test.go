@@ -1,0 +1,91 @@
+package redisstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ratedb/ratedb"
+)
+
+// FuzzDecodeRead feeds readScript replies with arbitrary stored values: no
+// panic; an error matches ErrUnavailable; a decoded tier is either empty or
+// open at now with a non-negative count; a well-formed value decodes to
+// what it says.
+func FuzzDecodeRead(f *testing.F) {
+	f.Add("5,1767225660000", int64(1767225600000), uint8(1))
+	f.Add("1,2,3,4", int64(0), uint8(2))
+	f.Add("", int64(0), uint8(3))
+	f.Add("-1,5", int64(0), uint8(1))
+	f.Add("9223372036854775807,9223372036854775807", int64(-1), uint8(1))
+	f.Add(",,", int64(0), uint8(1))
+	f.Fuzz(func(t *testing.T, val string, now int64, n uint8) {
+		tiers := int(n%17) + 1
+		ts, err := decodeRead([]any{now, val}, tiers)
+		if err != nil {
+			if !errors.Is(err, ratedb.ErrUnavailable) {
+				t.Fatalf("error %v does not match ErrUnavailable", err)
+			}
+			return
+		}
+		if len(ts) != tiers {
+			t.Fatalf("%d tiers, want %d", len(ts), tiers)
+		}
+		for i, s := range ts {
+			if s.count < 0 || (s != tierState{} && s.end <= now) {
+				t.Fatalf("tier %d: %+v at now %d", i, s, now)
+			}
+		}
+		// Round trip of what the scripts write.
+		parts := make([]string, 0, 2*tiers)
+		for i := 0; i < tiers; i++ {
+			parts = append(parts, fmt.Sprint(int64(i)*7), fmt.Sprint(now/2+int64(i)))
+		}
+		ts, err = decodeRead([]any{now, strings.Join(parts, ",")}, tiers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range ts {
+			if end := now/2 + int64(i); end > now && (s.count != int64(i)*7 || s.end != end) {
+				t.Fatalf("tier %d: %+v", i, s)
+			}
+		}
+	})
+}
+
+// FuzzDecodeCount feeds countScript replies of arbitrary shape and values:
+// no panic, and an error matches ErrUnavailable.
+func FuzzDecodeCount(f *testing.F) {
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0}, uint8(1), uint8(5))
+	f.Add([]byte{}, uint8(2), uint8(0))
+	f.Fuzz(func(t *testing.T, data []byte, n uint8, length uint8) {
+		tiers := int(n%17) + 1
+		reply := make([]any, int(length)%64)
+		for i := range reply {
+			if len(data) >= 8 {
+				reply[i] = int64(binary.LittleEndian.Uint64(data))
+				data = data[8:]
+			} else if len(data) > 0 {
+				reply[i] = string(data[:1]) // a wrong type
+				data = data[1:]
+			} else {
+				reply[i] = int64(i)
+			}
+		}
+		allowed, _, ts, err := decodeCount(reply, tiers)
+		if err != nil {
+			if !errors.Is(err, ratedb.ErrUnavailable) {
+				t.Fatalf("error %v does not match ErrUnavailable", err)
+			}
+			return
+		}
+		if len(reply) != 2+3*tiers || len(ts) != tiers {
+			t.Fatalf("accepted a reply of %d items for %d tiers", len(reply), tiers)
+		}
+		if allowed != (reply[0] == int64(1)) {
+			t.Fatalf("allowed %v from %v", allowed, reply[0])
+		}
+	})
+}
