@@ -1,7 +1,6 @@
 package ratedb
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -50,7 +49,7 @@ func (db *DB) Layered(alg Algorithm, tiers ...Tier) (*Layered, error) {
 	if err != nil {
 		return nil, err
 	}
-	pos, scales := sortTiers(given)
+	pos, scales := limits.SortScales(given)
 	s, err := db.specFor(alg, scales, true)
 	if err != nil {
 		return nil, err
@@ -61,25 +60,6 @@ func (db *DB) Layered(alg Algorithm, tiers ...Tier) (*Layered, error) {
 		}
 	}
 	return &Layered{spec: s, tiers: append([]Tier(nil), tiers...), pos: pos}, nil
-}
-
-// sortTiers returns the scales in ascending order (the order of the spec's
-// tiers, so that every order of one set of scales names one spec) and, for
-// each scale as given, its position among the sorted ones. Equal scales keep
-// their given order.
-func sortTiers(given []int64) (pos []int, sorted []int64) {
-	idx := make([]int, len(given))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(given[a], given[b]) })
-	pos = make([]int, len(given))
-	sorted = make([]int64, len(given))
-	for j, i := range idx {
-		pos[i] = j
-		sorted[j] = given[i]
-	}
-	return pos, sorted
 }
 
 // Tiers returns a copy of the tiers, in the order given.

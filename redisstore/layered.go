@@ -14,8 +14,9 @@ import (
 // allowed only if every tier has room for it, and then every tier counts
 // it; a denied hit changes no tier. All tiers of a key live in one Redis key
 // and one script decides and updates them, so the all-or-nothing rule holds
-// across processes. Layered limiters with the same algorithm and scales
-// share counters, whatever their limits.
+// across processes. Layered limiters with the same algorithm and the same
+// set of scales share counters, whatever their limits and the order of their
+// tiers, as in the embedded DB.
 //
 // A Layered is safe for concurrent use; it is an httplimit.Rater. Every
 // method returns an error matching ratedb.ErrUnavailable, and no decision,
@@ -23,6 +24,7 @@ import (
 type Layered struct {
 	sp    *spec
 	tiers []ratedb.Tier
+	pos   []int // pos[i]: where tier i (in the order given) is stored, by ascending scale
 }
 
 // Layered returns a limiter over the given tiers: at least one and at most
@@ -33,18 +35,19 @@ func (s *Store) Layered(alg ratedb.Algorithm, tiers ...ratedb.Tier) (*Layered, e
 	if err := limits.Algorithm(int(alg)); err != nil {
 		return nil, err
 	}
-	scales, err := limits.Tiers(len(tiers), func(i int) (time.Duration, int64) { return tiers[i].Scale, tiers[i].Limit })
+	given, err := limits.Tiers(len(tiers), func(i int) (time.Duration, int64) { return tiers[i].Scale, tiers[i].Limit })
 	if err != nil {
 		return nil, err
 	}
-	return &Layered{sp: s.newSpec(alg, scales, true), tiers: append([]ratedb.Tier(nil), tiers...)}, nil
+	pos, scales := limits.SortScales(given)
+	return &Layered{sp: s.newSpec(alg, scales, true), tiers: append([]ratedb.Tier(nil), tiers...), pos: pos}, nil
 }
 
-// limits returns the tiers' limits, in tier order.
+// limits returns the tiers' limits, in stored order (by ascending scale).
 func (l *Layered) limits() []int64 {
 	lims := make([]int64, len(l.tiers))
 	for i, t := range l.tiers {
-		lims[i] = t.Limit
+		lims[l.pos[i]] = t.Limit
 	}
 	return lims
 }
@@ -76,13 +79,14 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (ratedb.
 	trs := make([]ratedb.TierResult, len(l.tiers))
 	bind := 0
 	for i, t := range l.tiers {
+		st := ts[l.pos[i]]
 		trs[i] = ratedb.TierResult{
 			Scale:     t.Scale,
 			Limit:     t.Limit,
-			Count:     ts[i].count,
-			Remaining: max(0, t.Limit-ts[i].count),
-			ResetAt:   time.UnixMilli(ts[i].end),
-			Fits:      ts[i].fits,
+			Count:     st.count,
+			Remaining: max(0, t.Limit-st.count),
+			ResetAt:   time.UnixMilli(st.end),
+			Fits:      st.fits,
 		}
 		if allowed {
 			if trs[i].Remaining < trs[bind].Remaining {
@@ -127,8 +131,8 @@ func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64
 		return nil, err
 	}
 	counts := make([]int64, len(ts))
-	for i, t := range ts {
-		counts[i] = t.count
+	for i, p := range l.pos {
+		counts[i] = ts[p].count
 	}
 	return counts, nil
 }
@@ -144,8 +148,8 @@ func (l *Layered) Get(ctx context.Context, key string) ([]int64, error) {
 		return nil, err
 	}
 	out := make([]int64, len(ts))
-	for i, t := range ts {
-		out[i] = t.count
+	for i, p := range l.pos {
+		out[i] = ts[p].count
 	}
 	return out, nil
 }
@@ -161,9 +165,9 @@ func (l *Layered) ExpiresAt(ctx context.Context, key string) ([]time.Time, error
 		return nil, err
 	}
 	out := make([]time.Time, len(ts))
-	for i, t := range ts {
-		if t.end != 0 {
-			out[i] = time.UnixMilli(t.end)
+	for i, p := range l.pos {
+		if end := ts[p].end; end != 0 {
+			out[i] = time.UnixMilli(end)
 		}
 	}
 	return out, nil

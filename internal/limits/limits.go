@@ -8,9 +8,11 @@
 package limits
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ratedb/ratedb/internal/record"
@@ -107,4 +109,24 @@ func StaggerOffset(key string, scale int64) int64 {
 		h *= prime64
 	}
 	return int64(h % uint64(scale))
+}
+
+// SortScales returns the scales of a Layered limiter's tiers (in the order
+// given) sorted ascending, the order in which every backend stores them, and
+// pos, where pos[i] is the stored position of given tier i. Sorting makes
+// limiters with the same set of scales share counters whatever the order of
+// their tiers; equal scales keep their given order.
+func SortScales(given []int64) (pos []int, sorted []int64) {
+	idx := make([]int, len(given))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(given[a], given[b]) })
+	pos = make([]int, len(given))
+	sorted = make([]int64, len(given))
+	for j, i := range idx {
+		pos[i] = j
+		sorted[j] = given[i]
+	}
+	return pos, sorted
 }
