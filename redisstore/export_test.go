@@ -10,10 +10,12 @@ var CountScript = redis.NewScript(countScript.src)
 
 // HitArgs returns the keys and arguments Hit(key, limit, increment) sends.
 func (w *Window) HitArgs(key string, limit, increment int64) ([]string, []any) {
-	return w.sp.countArgs(key, true, increment, []int64{limit})
+	now, _ := w.sp.s.nowArg()
+	return w.sp.countArgs(now, key, true, increment, []int64{limit})
 }
 
 // HitArgs returns the keys and arguments Hit(key, increment) sends.
 func (l *Layered) HitArgs(key string, increment int64) ([]string, []any) {
-	return l.sp.countArgs(key, true, increment, l.limits())
+	now, _ := l.sp.s.nowArg()
+	return l.sp.countArgs(now, key, true, increment, l.limits())
 }

@@ -47,6 +47,8 @@ var ServerClock = Clock{}
 // milliseconds of f()). Use it to drive windows from a fake clock in tests,
 // or when the callers' clocks are known to agree; instances with skewed
 // clocks then disagree on window boundaries by their skew. f must not be nil.
+// A reading before 1970 or from the year 10000 on makes the call return an
+// error wrapping ratedb.ErrClockOutOfRange, as in the embedded DB.
 func LocalClock(f func() time.Time) Clock {
 	return Clock{now: f, isNil: f == nil}
 }
@@ -189,13 +191,22 @@ func honoursDeadlines(client redis.UniversalClient) bool {
 }
 
 // nowArg is the time argument of a script: "" (read TIME) for ServerClock,
-// else the local clock in Unix milliseconds.
-func (s *Store) nowArg() string {
+// else the local clock in Unix milliseconds. A local reading outside the
+// range the embedded DB accepts (1970-01-01 to the end of year 9999) gives
+// an error wrapping ratedb.ErrClockOutOfRange, as the embedded DB does.
+func (s *Store) nowArg() (string, error) {
 	if s.now == nil {
-		return ""
+		return "", nil
 	}
-	return strconv.FormatInt(s.now().UnixMilli(), 10)
+	t := s.now()
+	if ms := t.UnixMilli(); ms < 0 || !t.Before(maxTime) {
+		return "", fmt.Errorf("%w: the clock reads %s", ratedb.ErrClockOutOfRange, t.UTC().Format(time.RFC3339Nano))
+	}
+	return strconv.FormatInt(t.UnixMilli(), 10), nil
 }
+
+// maxTime is the first instant past the clock's range.
+var maxTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // requestID returns a new id for a counted call, "" if deduplication is
 // off.
@@ -283,7 +294,7 @@ type tierState struct {
 
 // countArgs returns the keys and arguments of countScript for key: a hit
 // checked against lims (one per tier) when hit is true, else an Inc.
-func (sp *spec) countArgs(key string, hit bool, increment int64, lims []int64) ([]string, []any) {
+func (sp *spec) countArgs(now, key string, hit bool, increment int64, lims []int64) ([]string, []any) {
 	head := sp.s.tagged(key)
 	keys := []string{head + sp.suffix}
 	if id := sp.s.requestID(); id != "" {
@@ -295,7 +306,7 @@ func (sp *spec) countArgs(key string, hit bool, increment int64, lims []int64) (
 		increment = min(increment, MaxCount+1) // larger never fits either
 	}
 	args := make([]any, 0, 5+3*len(sp.scales))
-	args = append(args, sp.s.nowArg(), int(sp.alg), mode, increment)
+	args = append(args, now, int(sp.alg), mode, increment)
 	for i, sc := range sp.scales {
 		lim := int64(0)
 		if hit {
@@ -312,7 +323,11 @@ func (sp *spec) countArgs(key string, hit bool, increment int64, lims []int64) (
 // count runs countScript for key (see countArgs). It returns whether the
 // hit was allowed, the script's now and every tier's state.
 func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64, lims []int64) (bool, int64, []tierState, error) {
-	keys, args := sp.countArgs(key, hit, increment, lims)
+	now, err := sp.s.nowArg()
+	if err != nil {
+		return false, 0, nil, err
+	}
+	keys, args := sp.countArgs(now, key, hit, increment, lims)
 	sc := countScript
 	if len(keys) == 1 && len(sp.scales) == 1 {
 		sc = windowScript
@@ -333,7 +348,11 @@ func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64
 // read returns every tier's count and end as the key's stored value holds
 // them (zero for a tier with no open window) and the script's now.
 func (sp *spec) read(ctx context.Context, key string) ([]tierState, error) {
-	v, err := sp.s.run(ctx, readScript, false, []string{sp.s.tagged(key) + sp.suffix}, sp.s.nowArg())
+	now, err := sp.s.nowArg()
+	if err != nil {
+		return nil, err
+	}
+	v, err := sp.s.run(ctx, readScript, false, []string{sp.s.tagged(key) + sp.suffix}, now)
 	if err != nil {
 		return nil, err
 	}

@@ -115,8 +115,12 @@ func (w *Window) Set(ctx context.Context, key string, count int64) (int64, error
 	}
 	sp := w.sp
 	sc := sp.scales[0]
-	_, err := sp.s.run(ctx, setScript, false, []string{sp.s.tagged(key) + sp.suffix},
-		sp.s.nowArg(), int(sp.alg), sc, sp.offset(key, sc), count)
+	now, err := sp.s.nowArg()
+	if err != nil {
+		return 0, err
+	}
+	_, err = sp.s.run(ctx, setScript, false, []string{sp.s.tagged(key) + sp.suffix},
+		now, int(sp.alg), sc, sp.offset(key, sc), count)
 	if err != nil {
 		return 0, err
 	}

@@ -52,6 +52,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Staggered", func(t *testing.T) { testStaggered(t, b) })
 	t.Run("Separation", func(t *testing.T) { testSeparation(t, b) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, b) })
+	t.Run("ClockRange", func(t *testing.T) { testClockRange(t, b) })
 	t.Run("LayeredAllOrNothing", func(t *testing.T) { testLayeredAllOrNothing(t, b) })
 	t.Run("LayeredRetryAfter", func(t *testing.T) { testLayeredRetryAfter(t, b) })
 	t.Run("ConcurrentExactness", func(t *testing.T) { testConcurrentExactness(t, b) })

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -431,4 +432,37 @@ func testBadInput(t *testing.T, b Backend) {
 	counts, err := l.Get(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, []int64{0}, counts)
+}
+
+// testClockRange: a clock reading outside 1970-01-01 .. 9999-12-31 is an
+// error wrapping ErrClockOutOfRange on every backend, never a wrong answer,
+// and counts nothing.
+func testClockRange(t *testing.T, b Backend) {
+	var at atomic.Int64
+	handle := b.Open(t, func() time.Time { return time.UnixMilli(at.Load()) })
+	s := handle()
+	w, err := s.Window(ratedb.FixedWindow, time.Minute)
+	require.NoError(t, err)
+	l, err := s.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Minute, Limit: 5}, ratedb.Tier{Scale: time.Hour, Limit: 9})
+	require.NoError(t, err)
+	for _, bad := range []time.Time{
+		time.Unix(0, 0).Add(-time.Millisecond),
+		time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		at.Store(bad.UnixMilli())
+		_, err := w.Hit(ctx, "k", 5, 1)
+		assert.ErrorIs(t, err, ratedb.ErrClockOutOfRange, "Window.Hit at %v", bad)
+		_, err = w.Inc(ctx, "k", 1)
+		assert.ErrorIs(t, err, ratedb.ErrClockOutOfRange, "Window.Inc at %v", bad)
+		_, err = l.Hit(ctx, "k", 1)
+		assert.ErrorIs(t, err, ratedb.ErrClockOutOfRange, "Layered.Hit at %v", bad)
+	}
+	at.Store(Epoch.UnixMilli())
+	n, err := w.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing was counted")
+	counts, err := l.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{0, 0}, counts)
 }
