@@ -49,6 +49,7 @@ type snapRec struct {
 	end       int64
 	tiers     int
 	tombstone bool
+	lowered   bool // the entry's lowered bit, cleared by the copy: restored if the write fails
 }
 
 // compareRecs orders records by record key, as bbolt stores them: by spec
@@ -129,9 +130,10 @@ func (db *DB) snapshot() error {
 			if !e.gone && e.dirty {
 				e.dirty = false
 				e.inflight = true
-				e.setCapped(false) // the copy carries the capped ends
+				lowered := e.lowered()
+				e.setLowered(false) // the copy carries the lowered ends
 				s := e.s
-				r := snapRec{e: e, s: s, k8: key8(e.key), end: e.maxEnd(), tiers: e.tiers(), tombstone: e.tombstone()}
+				r := snapRec{e: e, s: s, k8: key8(e.key), end: e.maxEnd(), tiers: e.tiers(), tombstone: e.tombstone(), lowered: lowered}
 				klen := len(s.prefix) + len(e.key)
 				if r.tombstone {
 					r.k = sl.alloc(klen)
@@ -168,6 +170,9 @@ func (db *DB) snapshot() error {
 				e := recs[i].e
 				e.mu.Lock()
 				e.inflight = false
+				if recs[i].lowered {
+					e.setLowered(true)
+				}
 				if !e.gone && !e.dirty {
 					db.markDirty(e, e.s.hash(e.key))
 				}
