@@ -39,6 +39,29 @@ type Options struct {
 	// 340 bytes, half of it the cache's.
 	MaxHotKeys int64
 
+	// MaxSnapshotBacklog bounds memory beyond the hot set, in windows.
+	// With a file, a window the cache does not hold stays in memory only
+	// until a snapshot has written its last change; new keys arriving
+	// faster than the file takes them (a flood of spoofed addresses or
+	// random API keys) would grow that backlog without bound. A call that
+	// would bring a window into memory (open a new one, or reload one from
+	// the file) therefore first waits while memory holds MaxHotKeys +
+	// MaxSnapshotBacklog windows: it runs a snapshot itself, or waits for
+	// the running one to commit a batch. So
+	//
+	//	WindowsInMemory <= MaxHotKeys + MaxSnapshotBacklog + calls in progress
+	//
+	// and memory is about that many windows times the bytes per window
+	// (README, Memory). Calls on windows already in memory never wait, and
+	// a waiting call is slower, never wrong; if the snapshot it runs fails,
+	// it returns that error and counts nothing. Under a sustained flood,
+	// hits on new keys are served at the rate the file takes new windows,
+	// and one such hit in about every MaxSnapshotBacklog waits for a whole
+	// snapshot (see Stats.BacklogWaits and Stats.SnapshotBacklog). Default
+	// 1<<18 (262,144). Negative is invalid. Ignored in memory-only mode,
+	// where every window stays in memory.
+	MaxSnapshotBacklog int64
+
 	// Clock is the time source, called once per operation. Default: the
 	// system clock read through a millisecond tick (a goroutine stores
 	// time.Now every millisecond while the DB is in use and sleeps after a
@@ -117,6 +140,8 @@ const (
 	DefaultSnapshotPeriod = time.Second
 	DefaultMaxHotKeys     = 1 << 20
 	DefaultOpenTimeout    = time.Second
+
+	DefaultMaxSnapshotBacklog = 1 << 18
 )
 
 // withDefaults returns a copy of o (nil means all defaults) with every zero
@@ -134,6 +159,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.MaxHotKeys == 0 {
 		c.MaxHotKeys = DefaultMaxHotKeys
+	}
+	if c.MaxSnapshotBacklog == 0 {
+		c.MaxSnapshotBacklog = DefaultMaxSnapshotBacklog
 	}
 	if c.OpenTimeout == 0 {
 		c.OpenTimeout = DefaultOpenTimeout
@@ -162,6 +190,9 @@ func (o *Options) validate() error {
 	if o.MaxHotKeys > MaxHotKeysLimit {
 		bad("Options.MaxHotKeys %d is over its maximum %d: it would allocate about %s up front",
 			o.MaxHotKeys, MaxHotKeysLimit, formatBytes(upfrontBytes(o.MaxHotKeys)))
+	}
+	if o.MaxSnapshotBacklog < 0 {
+		bad("Options.MaxSnapshotBacklog %d is negative", o.MaxSnapshotBacklog)
 	}
 	if o.OpenTimeout < 0 {
 		bad("Options.OpenTimeout %v is negative", o.OpenTimeout)

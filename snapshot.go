@@ -16,7 +16,10 @@ import (
 // sorted by key, in transactions of at most 131,072 windows, and returns when
 // all have committed. It costs in proportion to the windows changed, not to
 // the windows held. Hits are never blocked by its disk I/O: a window changed
-// while the write is under way is simply written by the next snapshot.
+// while the write is under way is simply written by the next snapshot. (A
+// call that would bring a window into a memory already holding MaxHotKeys +
+// MaxSnapshotBacklog windows waits for a batch to commit, or runs a snapshot
+// itself: see Options.MaxSnapshotBacklog.)
 //
 // A crash loses at most the hits admitted since the last completed snapshot
 // began: every window in the file is at least as new as it was then. In
@@ -103,7 +106,17 @@ func (db *DB) snapshot() error {
 	}
 	db.snapMu.Lock()
 	defer db.snapMu.Unlock()
+	_, err := db.snapshotLocked()
+	return err
+}
+
+// snapshotLocked is snapshot with snapMu held; it also returns how many
+// records it wrote.
+func (db *DB) snapshotLocked() (int64, error) {
 	started := time.Now()
+	// Waiters in relieve look again once this snapshot is over, whatever
+	// its outcome.
+	defer db.progress.signal()
 
 	var (
 		lists [numShards][]*entry
@@ -120,7 +133,7 @@ func (db *DB) snapshot() error {
 		n += len(lists[i])
 	}
 	if n == 0 {
-		return nil
+		return 0, nil
 	}
 	recs := make([]snapRec, 0, n)
 	for _, list := range lists {
@@ -148,8 +161,11 @@ func (db *DB) snapshot() error {
 			e.mu.Unlock()
 		}
 	}
+	// The queued entries are now either records of this snapshot (still
+	// in the backlog until their batch commits) or skipped.
+	db.stats.backlog.Add(int64(len(recs) - n))
 	if len(recs) == 0 {
-		return nil
+		return 0, nil
 	}
 	slices.SortFunc(recs, func(a, b snapRec) int { return compareRecs(&a, &b) })
 
@@ -164,6 +180,9 @@ func (db *DB) snapshot() error {
 		batch := recs[:min(len(recs), snapshotBatch)]
 		n, err := db.writeBatch(batch, hwm)
 		if err != nil {
+			// Every record not yet committed leaves the backlog and its
+			// entry, if still in memory and clean, joins it again.
+			db.stats.backlog.Add(-int64(len(recs)))
 			for i := range recs {
 				e := recs[i].e
 				e.mu.Lock()
@@ -175,9 +194,10 @@ func (db *DB) snapshot() error {
 			}
 			db.stats.snapshotFailures.Add(1)
 			db.stats.lastSnapErr.Store(&err)
-			return err
+			return written, err
 		}
 		written += n
+		db.stats.backlog.Add(-int64(len(batch)))
 		for i := range batch {
 			e := batch[i].e
 			e.mu.Lock()
@@ -189,13 +209,14 @@ func (db *DB) snapshot() error {
 			}
 		}
 		recs = recs[len(batch):]
+		db.progress.signal()
 	}
 	db.stats.snapshots.Add(1)
 	db.stats.lastSnapDur.Store(int64(time.Since(started)))
 	db.stats.lastSnapN.Store(written)
 	db.stats.lastSnapB.Store(int64(sl.total))
 	db.stats.lastSnapErr.Store(nil)
-	return nil
+	return written, nil
 }
 
 // snapshotBatch is the most windows one snapshot transaction writes (a

@@ -151,8 +151,14 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 	}
 	sh := db.shard(h)
 	sh.mu.Lock()
+	for e = sh.find(h, s, key); e == nil && db.memoryFull(); e = sh.find(h, s, key) {
+		sh.mu.Unlock()
+		if err := db.relieve(); err != nil {
+			return nil, 0, false, err
+		}
+		sh.mu.Lock()
+	}
 	now = db.now()
-	e = sh.find(h, s, key)
 	if e == nil {
 		var buf [maxTiersInline]counter
 		cs, found, err := s.load(key, buf[:0])
@@ -247,6 +253,13 @@ func (s *spec) reset(key string) error {
 	sh := db.shard(h)
 	sh.mu.Lock()
 	e := sh.find(h, s, key)
+	for ; e == nil && db.memoryFull(); e = sh.find(h, s, key) {
+		sh.mu.Unlock()
+		if err := db.relieve(); err != nil {
+			return err
+		}
+		sh.mu.Lock()
+	}
 	if e == nil {
 		if !db.persist {
 			sh.mu.Unlock()
