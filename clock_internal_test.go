@@ -1,6 +1,7 @@
 package ratedb
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -10,7 +11,9 @@ import (
 // read while asleep still returns the time and wakes the ticker.
 func TestCoarseClock(t *testing.T) {
 	var c coarseClock
-	c.init()
+	if err := c.init(); err != nil {
+		t.Fatal(err)
+	}
 	near := func(got int64) {
 		t.Helper()
 		if d := time.Now().UnixMilli() - got; d < -1 || d > 50 {
@@ -50,4 +53,33 @@ func TestCoarseClock(t *testing.T) {
 	}()
 	close(stop)
 	<-done
+}
+
+// The default clock runs on Go's monotonic clock from the wall time at Open:
+// a glitch of the wall clock afterwards changes nothing. Before the fix the
+// ticker stored time.Now, so a wall clock a day ahead ended every window at
+// once (and the DB then held that time).
+func TestDefaultClockIgnoresWallGlitches(t *testing.T) {
+	db, err := Open("", &Options{SnapshotPeriod: -1, CleanPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w, _ := db.Window(PerKeyWindow, time.Hour) // no boundary can fall between the hits
+	ctx := context.Background()
+	if r, err := w.Hit(ctx, "k", 1, 1); err != nil || !r.Allowed {
+		t.Fatalf("first hit: %+v, %v", r, err)
+	}
+	wallNow = func() time.Time { return time.Now().Add(24 * time.Hour) }
+	defer func() { wallNow = time.Now }()
+	idle := 0
+	db.coarse.used.Store(true)
+	db.coarse.tick(&idle) // the ticker reads the clock
+	r, err := w.Hit(ctx, "k", 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Allowed || r.RetryAfter > time.Hour {
+		t.Fatalf("after a wall-clock glitch of a day: %+v", r)
+	}
 }

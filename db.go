@@ -40,7 +40,6 @@ type DB struct {
 
 	clock  func() time.Time // Options.Clock; nil: the coarse clock
 	coarse coarseClock
-	hwm    atomic.Int64 // newest clock reading seen, Unix ms
 
 	specMu sync.Mutex
 	specs  map[string]*spec
@@ -95,14 +94,15 @@ func Open(path string, opts *Options) (*DB, error) {
 	}
 	db.exp.init()
 	if db.clock == nil {
-		db.coarse.init()
+		if err := db.coarse.init(); err != nil {
+			return nil, err
+		}
 		db.wg.Add(1)
 		go func() {
 			defer db.wg.Done()
 			db.coarse.run(db.stop)
 		}()
 	}
-	db.hwm.Store(db.readClock())
 	if path != "" {
 		if err := db.openFile(); err != nil {
 			close(db.stop)
@@ -164,8 +164,11 @@ func (db *DB) every(period time.Duration, fn func()) {
 }
 
 // Close waits for calls in flight, stops the background work, writes a final
-// snapshot and closes the file. A graceful Close loses no count. Close is
-// idempotent: later calls return ErrClosed.
+// snapshot and closes the file. A graceful Close loses no count. Only the
+// first call does this and returns its result (nil, or the errors of the
+// final snapshot and of closing the file, joined); every later call does
+// nothing and returns ErrClosed, as does every other method of the DB and
+// its limiters once Close has begun.
 func (db *DB) Close() error {
 	if !db.closing.CompareAndSwap(false, true) {
 		return ErrClosed
@@ -182,9 +185,6 @@ func (db *DB) Close() error {
 	var errs []error
 	if err := db.snapshot(); err != nil {
 		errs = append(errs, fmt.Errorf("ratedb: final snapshot: %w", err))
-	}
-	if err := db.saveHWM(); err != nil {
-		errs = append(errs, fmt.Errorf("ratedb: saving the newest time seen: %w", err))
 	}
 	db.shutdown.Store(true)
 	db.cache.Close()
@@ -230,39 +230,6 @@ func (db *DB) exitHit(h uint64, allowed bool) {
 func (sh *shard) quiesced() bool {
 	x := sh.exited.Load() + sh.allowed.Load() + sh.denied.Load()
 	return sh.entered.Load() == x
-}
-
-// Bounds on clock readings, so window arithmetic never overflows.
-const (
-	minTime = -(int64(1) << 62)
-	maxTime = int64(1) << 62
-)
-
-// readClock reads the clock in Unix milliseconds, clamped to [minTime,
-// maxTime].
-func (db *DB) readClock() int64 {
-	var t int64
-	if db.clock != nil {
-		t = db.clock().UnixMilli()
-	} else {
-		t = db.coarse.read()
-	}
-	return min(max(t, minTime), maxTime)
-}
-
-// now reads the clock in Unix milliseconds, never earlier than the newest
-// reading seen.
-func (db *DB) now() int64 {
-	t := db.readClock()
-	for {
-		old := db.hwm.Load()
-		if t <= old {
-			return old
-		}
-		if db.hwm.CompareAndSwap(old, t) {
-			return t
-		}
-	}
 }
 
 func (db *DB) shard(h uint64) *shard { return &db.shards[h%numShards] }

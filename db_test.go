@@ -468,55 +468,6 @@ func TestJanitor(t *testing.T) {
 	})
 }
 
-func TestClockBackwards(t *testing.T) {
-	modes(t, func(t *testing.T, path string) {
-		c := newClock()
-		c.Advance(50 * time.Second)
-		db := openDB(t, path, testOptions(c))
-		w, _ := db.Window(ratedb.FixedWindow, time.Minute)
-		pk, _ := db.Window(ratedb.PerKeyWindow, time.Minute)
-		r, err := w.Hit(ctx, "k", 1, 1)
-		require.NoError(t, err)
-		require.True(t, r.Allowed)
-		_, err = pk.Hit(ctx, "k", 1, 1)
-		require.NoError(t, err)
-
-		c.Advance(-time.Hour) // the clock jumps back an hour
-		r, err = w.Hit(ctx, "k", 1, 1)
-		require.NoError(t, err)
-		assert.False(t, r.Allowed, "a backwards jump never reopens a window early")
-		assert.Equal(t, 10*time.Second, r.RetryAfter, "time is held at the newest reading")
-		r, err = pk.Hit(ctx, "k", 1, 1)
-		require.NoError(t, err)
-		assert.False(t, r.Allowed)
-		assert.True(t, epoch.Add(110*time.Second).Equal(r.ResetAt), "the window lives at most one scale past the newest time seen")
-
-		c.Advance(time.Hour + 10*time.Second) // back to the newest time, plus 10s
-		r, err = w.Hit(ctx, "k", 1, 1)
-		require.NoError(t, err)
-		assert.True(t, r.Allowed)
-	})
-}
-
-func TestClockBackwardsAcrossRestart(t *testing.T) {
-	path := tempPath(t)
-	c := newClock()
-	c.Advance(50 * time.Second)
-	db, err := ratedb.Open(path, testOptions(c))
-	require.NoError(t, err)
-	w, _ := db.Window(ratedb.FixedWindow, time.Minute)
-	_, err = w.Hit(ctx, "k", 1, 1)
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
-
-	c.Advance(-24 * time.Hour)
-	db = openDB(t, path, testOptions(c))
-	w, _ = db.Window(ratedb.FixedWindow, time.Minute)
-	r, err := w.Hit(ctx, "k", 1, 1)
-	require.NoError(t, err)
-	assert.False(t, r.Allowed, "the newest time seen is persisted")
-}
-
 func TestBadInput(t *testing.T) {
 	c := newClock()
 	db := openDB(t, "", testOptions(c))

@@ -43,10 +43,24 @@
 // unreachable without an error; DB.Verify reads the whole file and reports
 // such damage.
 //
-// Clock: time granularity is the millisecond, and time never runs backwards
-// for a DB: a clock that jumps back is held at the newest reading seen (also
-// across restarts), so a window is never reopened early and never lives more
-// than one scale past the newest time seen.
+// Clock: time granularity is the millisecond. The default clock reads the
+// wall clock once, at Open, and then runs on Go's monotonic clock, so a step
+// of the wall clock while the DB is open changes nothing; an injected
+// Options.Clock is taken as given. Whatever the clock does, a window never
+// ends more than one scale after now: a stored window that ends later is
+// capped, when a call acquires it, to end one scale after now, keeping its
+// count. So (a) a step back never reopens a window early and (b) no key is
+// denied for more than one scale past the moment it would be allowed on a
+// correct clock. Readings before 1970 or from the year 10000 on give
+// ErrClockOutOfRange. The glitch cases:
+//
+//	case                                  what the DB does                           (a) early?  (b) extra denial
+//	wall clock steps, DB open (default)   nothing: time runs on the monotonic clock   no          none
+//	suspend and resume (default)          windows pause with the monotonic clock      no          one scale
+//	wall clock behind at Open             later windows capped, counts kept           no          one scale
+//	wall clock ahead at Open              as after that much downtime                 once        one scale, next run
+//	injected clock steps back             later windows capped, counts kept           no          one scale
+//	injected clock ahead for some calls   those calls open new windows, capped later  those calls one scale
 //
 // Concurrency: a DB and its Window and Layered limiters are safe for
 // concurrent use. One file can be open in one DB at a time: a second Open,
@@ -63,9 +77,11 @@
 // MaxHotKeys + MaxSnapshotBacklog windows plus one per call in progress: when
 // new windows arrive faster than snapshots write them, calls that open new
 // windows wait for the file (see Options.MaxSnapshotBacklog); in memory-only
-// mode every live window stays in memory. Keys are at most MaxKeyLen bytes. Expired
-// windows leave memory and the file at the first janitor pass after their
-// end plus Options.KeyOlderThan; the file does not shrink when they do (bbolt
-// reuses its free pages). Raw keys may be personal data: ratedb never puts
+// mode every live window stays in memory. Keys are at most MaxKeyLen bytes.
+// Expired windows leave memory and the file at the first janitor pass at or
+// after their end plus Options.KeyOlderThan (a window a snapshot is writing,
+// or whose end was capped by the clock model and not yet written, at the
+// first pass after that snapshot); the file does not shrink when they do
+// (bbolt reuses its free pages). Raw keys may be personal data: ratedb never puts
 // them in errors or logs, but they are stored as-is in the file.
 package ratedb

@@ -29,7 +29,7 @@ type entry struct {
 	gone     bool  // removed from the shard map; holders must look the key up again (written under shard.mu and mu)
 	dirty    bool  // changed since it was last copied by a snapshot (mu)
 	inflight bool  // copied by a snapshot whose commit is pending (mu)
-	uses     uint8 // uses served by the fast table, to sample for the cache (mu)
+	bits     uint8 // usesMask: uses served by the fast table, to sample for the cache; cappedBit (mu)
 
 	c    counter    // tier 0 (mu)
 	more *[]counter // tiers 1.. of a Layered limiter, nil for a Window (mu); a pointer keeps Window entries small
@@ -37,6 +37,27 @@ type entry struct {
 	// expiry index membership (expiryIndex.mu)
 	expSlot          int64
 	expPrev, expNext *entry
+}
+
+// The bits of entry.bits: a 4-bit use counter (the entry stays within its
+// 96-byte size class) and cappedBit, set when an end was capped
+// (spec.capEnds) since a snapshot last copied the entry.
+const (
+	usesMask  = 0x0f
+	cappedBit = 0x10
+)
+
+// capped reports whether an end was capped since a snapshot last copied the
+// entry: the file's record then ends later. e.mu held.
+func (e *entry) capped() bool { return e.bits&cappedBit != 0 }
+
+// setCapped sets or clears cappedBit. e.mu held.
+func (e *entry) setCapped(on bool) {
+	if on {
+		e.bits |= cappedBit
+	} else {
+		e.bits &^= cappedBit
+	}
 }
 
 // tiers returns the number of counters the entry holds.
@@ -189,7 +210,7 @@ func (db *DB) fastStore(h uint64, e *entry) {
 // table serves hot windows without the cache, whose frequency sketch still
 // needs a sample of their uses to rank them against newcomers.
 func (db *DB) touch(e *entry, h uint64) {
-	if e.uses++; e.uses%16 == 0 {
+	if e.bits = e.bits&^usesMask | (e.bits+1)&usesMask; e.bits&usesMask == 0 {
 		db.cache.Get(h)
 	}
 }

@@ -12,8 +12,14 @@ var (
 	// ErrInvalidArgument is returned, wrapped with what was wrong, for an
 	// empty or oversized key, a scale under one millisecond or not a whole
 	// number of milliseconds, an unknown algorithm, a negative limit or count,
-	// a non-positive increment, a nil context, or an invalid Options field.
-	// A call that returns it changes nothing.
+	// a non-positive increment, an Inc whose increment would overflow the
+	// count (past 1<<63-1), a nil context, or an invalid Options field. A call
+	// that returns it changes nothing.
+	//
+	// A call given a context that is already cancelled or past its deadline
+	// returns the context's error (context.Canceled or
+	// context.DeadlineExceeded) and changes nothing; the embedded DB never
+	// blocks, so a context ending during a call does not interrupt it.
 	ErrInvalidArgument = errors.New("ratedb: invalid argument")
 
 	// ErrLocked is returned by Open when another DB handle (in this process or
@@ -33,6 +39,12 @@ var (
 	// of those. Open returns it at once, whatever Options.OnCorrupt says, and
 	// renames, creates and writes nothing.
 	ErrNotRegularFile = errors.New("ratedb: path is not a regular file")
+
+	// ErrClockOutOfRange is returned, wrapped with the reading, when the clock
+	// reads before 1970-01-01T00:00:00Z or at or after
+	// 10000-01-01T00:00:00Z: by Open for the system clock, and by every call
+	// that reads the clock for Options.Clock. The call changes nothing.
+	ErrClockOutOfRange = errors.New("ratedb: clock reading out of range")
 
 	// ErrUnavailable is returned by a network-backed limiter (such as
 	// redisstore) when its store cannot be reached or does not answer within

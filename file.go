@@ -19,7 +19,7 @@ import (
 )
 
 // The file is a bbolt database with three buckets: meta (format marker,
-// window count, newest time seen), windows (one record per window, see
+// window count, and an unused "hwm" that earlier versions read), windows (one record per window, see
 // internal/record) and index (expiry index: end time || window key).
 var (
 	bucketMeta    = []byte("meta")
@@ -119,7 +119,7 @@ func openRegular(path string) (*os.File, error) {
 
 func (db *DB) openPath() error {
 	if _, err := os.Stat(db.path); errors.Is(err, fs.ErrNotExist) {
-		if err := createFile(db.path, db.hwm.Load()); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := createFile(db.path); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 	} else if err != nil {
@@ -149,7 +149,7 @@ func (db *DB) openPath() error {
 		return err
 	}
 	db.bolt = bdb
-	var windows, hwm int64
+	var windows int64
 	err = db.view(func(tx *bolt.Tx) error {
 		mb := tx.Bucket(bucketMeta)
 		if mb == nil || tx.Bucket(bucketWindows) == nil || tx.Bucket(bucketIndex) == nil {
@@ -158,10 +158,11 @@ func (db *DB) openPath() error {
 		if f := mb.Get(keyFormat); string(f) != string(formatMarker) {
 			return fmt.Errorf("%w: not a ratedb database or an unknown format version", ErrCorrupt)
 		}
-		var ok1, ok2 bool
-		windows, ok1 = record.DecodeInt64(mb.Get(keyWindows))
-		hwm, ok2 = record.DecodeInt64(mb.Get(keyHWM))
-		if !ok1 || !ok2 || windows < 0 {
+		// keyHWM, the newest time an earlier version had seen, is ignored:
+		// the clock keeps no persisted newest time.
+		var ok bool
+		windows, ok = record.DecodeInt64(mb.Get(keyWindows))
+		if !ok || windows < 0 {
 			return fmt.Errorf("%w: bad metadata", ErrCorrupt)
 		}
 		return nil
@@ -172,9 +173,6 @@ func (db *DB) openPath() error {
 		return err
 	}
 	db.stats.diskWindows.Store(windows)
-	if hwm > db.hwm.Load() {
-		db.hwm.Store(min(hwm, maxTime))
-	}
 	return nil
 }
 
@@ -182,7 +180,7 @@ func (db *DB) openPath() error {
 // under a temporary name and linked into place, so a crash never leaves a
 // half-initialised file behind. It returns an error wrapping fs.ErrExist if
 // path appeared meanwhile.
-func createFile(path string, now int64) error {
+func createFile(path string) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -199,7 +197,7 @@ func createFile(path string, now int64) error {
 	if err != nil {
 		return fmt.Errorf("ratedb: creating database: %w", err)
 	}
-	err = bdb.Update(func(tx *bolt.Tx) error { return initFile(tx, now) })
+	err = bdb.Update(initFile)
 	if cerr := bdb.Close(); err == nil {
 		err = cerr
 	}
@@ -216,9 +214,8 @@ func createFile(path string, now int64) error {
 	return nil
 }
 
-// initFile creates the buckets and metadata of an empty database whose
-// newest time seen is now.
-func initFile(tx *bolt.Tx, now int64) error {
+// initFile creates the buckets and metadata of an empty database.
+func initFile(tx *bolt.Tx) error {
 	mb, err := tx.CreateBucket(bucketMeta)
 	if err != nil {
 		return err
@@ -235,7 +232,9 @@ func initFile(tx *bolt.Tx, now int64) error {
 	if err := mb.Put(keyWindows, record.EncodeInt64(0)); err != nil {
 		return err
 	}
-	return mb.Put(keyHWM, record.EncodeInt64(now))
+	// Versions before issue 9 require keyHWM and never let their clock run
+	// earlier than it; 0 leaves their clock alone.
+	return mb.Put(keyHWM, record.EncodeInt64(0))
 }
 
 // initialMmapSize is the size of bbolt's first memory map: 1 GiB on 64-bit

@@ -39,10 +39,12 @@ func (x *expiryIndex) init() {
 	x.next = noSlot
 }
 
-// add files e to be checked at time at (Unix ms). e must not be filed.
+// add files e to be checked at time at (Unix ms), moving it if it is
+// filed already.
 func (x *expiryIndex) add(e *entry, at int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.unfile(e)
 	slot := max(floorDiv(at, expiryGranularity), x.next)
 	head := x.slots[slot]
 	e.expSlot, e.expPrev, e.expNext = slot, nil, head
@@ -56,6 +58,11 @@ func (x *expiryIndex) add(e *entry, at int64) {
 func (x *expiryIndex) remove(e *entry) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.unfile(e)
+}
+
+// unfile unfiles e if it is filed. x.mu held.
+func (x *expiryIndex) unfile(e *entry) {
 	if e.expSlot == noSlot {
 		return
 	}
@@ -143,7 +150,10 @@ func (db *DB) backgroundClean() {
 }
 
 func (db *DB) clean() (int, error) {
-	now := db.now()
+	now, err := db.now()
+	if err != nil {
+		return 0, err
+	}
 	cutoff := now - db.kot
 	var (
 		removed int
@@ -163,7 +173,12 @@ func (db *DB) clean() (int, error) {
 		}
 		e.mu.Lock()
 		end := e.maxEnd()
-		if end <= cutoff && !(end == 0 && (e.dirty || e.inflight)) {
+		// Kept while unsaved: a tombstone (the file must delete the key's
+		// record first), a window whose end was capped (the file's record
+		// ends later, and would bring it back), and one a snapshot is
+		// writing. The next pass after the snapshot removes them.
+		keep := (end == 0 && (e.dirty || e.inflight)) || e.capped() || e.inflight
+		if end <= cutoff && !keep {
 			if db.removeLocked(sh, h, e) {
 				dels = append(dels, h)
 			}
@@ -181,7 +196,6 @@ func (db *DB) clean() (int, error) {
 	}
 	// The cache may still hold removed entries; see uncache.
 	db.uncache(dels)
-	var err error
 	if db.persist {
 		var n int
 		n, err = db.cleanFile(cutoff, keys)
@@ -258,12 +272,6 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 				if _, seen := skip[string(it.k)]; !seen && !it.counted && derr == nil {
 					n++
 				}
-			}
-			// The deletions are judged at now: the file must not claim an
-			// older newest time, or a restart whose clock reads earlier
-			// would find these windows live and empty.
-			if err := mb.Put(keyHWM, record.EncodeInt64(db.hwm.Load())); err != nil {
-				return err
 			}
 			return mb.Put(keyWindows, record.EncodeInt64(db.stats.diskWindows.Load()+delta))
 		})

@@ -11,19 +11,23 @@ type Algorithm int
 
 const (
 	// FixedWindow aligns every key's windows to multiples of the scale since
-	// the Unix epoch: with a one-minute scale, every key's window resets at
-	// the top of each minute (see window.go).
+	// the Unix epoch: windows are [k*scale, (k+1)*scale) in Unix
+	// milliseconds, so with a one-minute scale every key's window resets at
+	// the top of each minute.
 	FixedWindow Algorithm = iota + 1
 
 	// PerKeyWindow starts a key's window at its first allowed hit and runs it
-	// for one scale; the next hit after that opens a new window (see
-	// perkey.go). It is the Redis INCR + EXPIRE NX pattern.
+	// for one scale: while the window is open every hit joins it, and the
+	// first hit at or after its end opens the next one. It is the Redis
+	// INCR + EXPIRE NX pattern.
 	PerKeyWindow
 
 	// StaggeredWindow is FixedWindow with each key's boundaries shifted by a
-	// stable hash of the key, so that keys do not all reset at the same
-	// instant while each key's reset time stays predictable (see
-	// staggered.go).
+	// stable hash of the key (64-bit FNV-1a of the key modulo the scale, the
+	// same in every process, after every restart and on every machine):
+	// windows are [offset+k*scale, offset+(k+1)*scale), so keys do not all
+	// reset at the same instant while each key's reset time stays
+	// predictable.
 	StaggeredWindow
 )
 

@@ -19,24 +19,25 @@ func (m *modelRun) stepLayered() error {
 	case r < 7:
 		inc := 1 + m.rng.Int64N(5)
 		now := m.tick()
+		if err := m.resolveLayered(li, key, now); err != nil {
+			return err
+		}
 		m.logf("[L%d] Inc(%s, %d)", li, key, inc)
 		got, err := ly.Inc(ctx, key, inc)
 		if err != nil {
 			return fmt.Errorf("Layered.Inc: %w", err)
 		}
+		l.capStore(key, now)
 		ws := make([]mWin, len(l.tiers))
 		for i := range ws {
 			c, end := l.current(key, i, now)
-			ws[i] = mWin{c + inc, end}
+			ws[i] = mWin{count: c + inc, end: end}
 			if len(got) != len(ws) || got[i] != c+inc {
 				return fmt.Errorf("[L%d] Inc(%s): got %v, model tier %d = %d", li, key, got, i, c+inc)
 			}
 		}
 		l.wins[key] = ws
 	case r < 8:
-		if err := m.syncClock(); err != nil {
-			return err
-		}
 		m.logf("[L%d] Reset(%s)", li, key)
 		if err := ly.Reset(ctx, key); err != nil {
 			return fmt.Errorf("Layered.Reset: %w", err)
@@ -54,11 +55,15 @@ func (m *modelRun) stepLayered() error {
 // least room left (first on ties).
 func (m *modelRun) hitLayered(li int, l *mLay, ly *ratedb.Layered, key string, inc int64) error {
 	now := m.tick()
+	if err := m.resolveLayered(li, key, now); err != nil {
+		return err
+	}
 	m.logf("[L%d] Hit(%s, inc %d)", li, key, inc)
 	got, err := ly.Hit(ctx, key, inc)
 	if err != nil {
 		return fmt.Errorf("Layered.Hit: %w", err)
 	}
+	l.capStore(key, now)
 	trs := make([]ratedb.TierResult, len(l.tiers))
 	allowed := true
 	for i, t := range l.tiers {
@@ -71,7 +76,7 @@ func (m *modelRun) hitLayered(li int, l *mLay, ly *ratedb.Layered, key string, i
 		ws := make([]mWin, len(trs))
 		for i := range trs {
 			trs[i].Count += inc
-			ws[i] = mWin{trs[i].Count, trs[i].ResetAt.UnixMilli()}
+			ws[i] = mWin{count: trs[i].Count, end: trs[i].ResetAt.UnixMilli()}
 		}
 		l.wins[key] = ws
 		m.allowed++
@@ -123,6 +128,9 @@ func sameResult(a, b ratedb.Result) bool {
 func (m *modelRun) checkLayered(li int, key string) error {
 	l, ly := m.lays[li], m.ls[li]
 	now := m.tick()
+	if err := m.resolveLayered(li, key, now); err != nil {
+		return err
+	}
 	n, err := ly.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("Layered.Get: %w", err)
@@ -135,7 +143,8 @@ func (m *modelRun) checkLayered(li int, key string) error {
 		var wantN int64
 		var wantEnd time.Time
 		if ws, ok := l.wins[key]; ok && now < ws[i].end {
-			wantN, wantEnd = ws[i].count, time.UnixMilli(ws[i].end)
+			w := mCap(ws[i], now, l.scale(i))
+			wantN, wantEnd = w.count, time.UnixMilli(w.end)
 		}
 		if len(n) != len(l.tiers) || len(ends) != len(l.tiers) || n[i] != wantN || !ends[i].Equal(wantEnd) {
 			return fmt.Errorf("[L%d] key %s tier %d at %d: Get %v ExpiresAt %v, model %d %d", li, key, i, now, n, ends, wantN, msOrZero(wantEnd))

@@ -90,8 +90,20 @@ func mNextEnd(alg ratedb.Algorithm, key string, now, scale int64) int64 {
 }
 
 // mWin is the model of one key's window: count hits in a window ending at
-// end (exclusive).
-type mWin struct{ count, end int64 }
+// end (exclusive). cleanable marks a window a janitor pass may have removed
+// (it had ended when the pass ran): it matters only if the clock steps back
+// before its end, and then resolve asks the DB.
+type mWin struct {
+	count, end int64
+	cleanable  bool
+}
+
+// mCap is the documented cap: a window never ends more than one scale after
+// now.
+func mCap(w mWin, now, scale int64) mWin {
+	w.end = min(w.end, now+scale)
+	return w
+}
 
 // mLim is the model of one Window limiter.
 type mLim struct {
@@ -106,6 +118,14 @@ func (l *mLim) clone() *mLim {
 		c.wins[k] = v
 	}
 	return c
+}
+
+// capStore caps key's stored window at now, as every call that acquires a
+// key does.
+func (l *mLim) capStore(key string, now int64) {
+	if w, ok := l.wins[key]; ok {
+		l.wins[key] = mCap(w, now, l.scale)
+	}
 }
 
 // current returns key's count and end at now: the open window, or an empty
@@ -135,6 +155,13 @@ func (l *mLay) clone() *mLay {
 
 func (l *mLay) scale(i int) int64 { return l.tiers[i].Scale.Milliseconds() }
 
+// capStore caps every tier of key's stored windows at now.
+func (l *mLay) capStore(key string, now int64) {
+	for i, w := range l.wins[key] {
+		l.wins[key][i] = mCap(w, now, l.scale(i))
+	}
+}
+
 // current returns tier i's count and end at now, as mLim.current does.
 func (l *mLay) current(key string, i int, now int64) (int64, int64) {
 	if ws, ok := l.wins[key]; ok && now < ws[i].end {
@@ -150,7 +177,6 @@ type modelRun struct {
 	seed   int64
 	rng    *rand.Rand
 	clock  *mClock
-	newest int64 // newest clock reading the DB has seen (the model's now)
 	dir    string
 	path   string // "" in memory-only mode
 	image  string // copy of the file as of the last committed snapshot or Close
@@ -231,7 +257,6 @@ func newModelRun(t *testing.T, seed int64) *modelRun {
 	// Start somewhere around 2026, not on a round boundary.
 	start := int64(1_767_225_600_000) + rng.Int64N(1_000_000)
 	m.clock.set(start)
-	m.newest = start
 	m.dir = t.TempDir()
 	if rng.IntN(8) != 0 {
 		m.path = filepath.Join(m.dir, fmt.Sprintf("model-%d.db", seed))
@@ -302,7 +327,7 @@ func (m *modelRun) limNames() string {
 }
 
 func (m *modelRun) logf(format string, args ...any) {
-	m.log = append(m.log, fmt.Sprintf("t=%d ", m.newest)+fmt.Sprintf(format, args...))
+	m.log = append(m.log, fmt.Sprintf("t=%d ", m.clock.get())+fmt.Sprintf(format, args...))
 }
 
 func (m *modelRun) open() error {
@@ -353,24 +378,84 @@ func (m *modelRun) snapCommit() {
 	}
 }
 
-// tick reads the clock the way the DB does: never earlier than the newest
-// reading seen.
-func (m *modelRun) tick() int64 {
-	m.newest = max(m.newest, m.clock.get())
-	return m.newest
-}
+// tick reads the clock the way the DB does: an injected clock is taken as
+// given.
+func (m *modelRun) tick() int64 { return m.clock.get() }
 
-// syncClock is called before an operation that may or may not read the
-// clock (Snapshot, Clean, Reset: which of them does is not part of the
-// contract). It makes the DB read the clock with a Get, so that the DB's
-// newest reading and the model's agree whatever the operation does.
-func (m *modelRun) syncClock() error {
-	if m.clock.get() <= m.newest {
+// resolve settles, before an operation on key at now, whether the DB still
+// holds a window a janitor pass may have removed: it matters only when the
+// clock stepped back before the window's end, and then ExpiresAt (which
+// changes nothing) tells.
+func (m *modelRun) resolve(li int, key string, now int64) error {
+	l := m.lims[li]
+	w, ok := l.wins[key]
+	if !ok || !w.cleanable || now >= w.end {
 		return nil
 	}
-	m.tick()
-	_, err := m.ws[0].Get(ctx, m.keys[0])
-	return err
+	end, err := m.ws[li].ExpiresAt(ctx, key)
+	if err != nil {
+		return fmt.Errorf("ExpiresAt: %w", err)
+	}
+	if end.IsZero() {
+		m.logf("[%d] (%s was cleaned)", li, key)
+		delete(l.wins, key)
+	}
+	return nil
+}
+
+// resolveLayered is resolve for a Layered limiter's key.
+func (m *modelRun) resolveLayered(li int, key string, now int64) error {
+	l := m.lays[li]
+	ws, ok := l.wins[key]
+	if !ok || !ws[0].cleanable {
+		return nil
+	}
+	open := false
+	for _, w := range ws {
+		open = open || now < w.end
+	}
+	if !open {
+		return nil
+	}
+	ends, err := m.ls[li].ExpiresAt(ctx, key)
+	if err != nil {
+		return fmt.Errorf("Layered.ExpiresAt: %w", err)
+	}
+	for _, e := range ends {
+		if !e.IsZero() {
+			return nil
+		}
+	}
+	m.logf("[L%d] (%s was cleaned)", li, key)
+	delete(l.wins, key)
+	return nil
+}
+
+// cleaned marks every window a janitor pass at now may remove: each whose
+// windows all ended by now minus KeyOlderThan.
+func (m *modelRun) cleaned(now int64) {
+	cutoff := now - m.opts.KeyOlderThan.Milliseconds()
+	for _, l := range m.lims {
+		for k, w := range l.wins {
+			if w.end <= cutoff {
+				w.cleanable = true
+				l.wins[k] = w
+			}
+		}
+	}
+	for _, l := range m.lays {
+		for _, ws := range l.wins {
+			end := int64(0)
+			for _, w := range ws {
+				end = max(end, w.end)
+			}
+			if end <= cutoff {
+				for i := range ws {
+					ws[i].cleanable = true
+				}
+			}
+		}
+	}
 }
 
 func (m *modelRun) step() error {
@@ -389,36 +474,41 @@ func (m *modelRun) step() error {
 	case r < 42:
 		inc := 1 + m.rng.Int64N(5)
 		now := m.tick()
+		if err := m.resolve(li, key, now); err != nil {
+			return err
+		}
 		m.logf("[%d] Inc(%s, %d)", li, key, inc)
 		got, err := w.Inc(ctx, key, inc)
 		if err != nil {
 			return fmt.Errorf("Inc: %w", err)
 		}
+		l.capStore(key, now)
 		c, end := l.current(key, now)
-		l.wins[key] = mWin{c + inc, end}
+		l.wins[key] = mWin{count: c + inc, end: end}
 		if got != c+inc {
 			return fmt.Errorf("Inc(%s): got %d, model %d", key, got, c+inc)
 		}
 	case r < 47:
 		n := m.rng.Int64N(12)
 		now := m.tick()
+		if err := m.resolve(li, key, now); err != nil {
+			return err
+		}
 		m.logf("[%d] Set(%s, %d)", li, key, n)
 		got, err := w.Set(ctx, key, n)
 		if err != nil {
 			return fmt.Errorf("Set: %w", err)
 		}
+		l.capStore(key, now)
 		end := now + l.scale
 		if l.alg != ratedb.PerKeyWindow {
 			_, end = l.current(key, now)
 		}
-		l.wins[key] = mWin{n, end}
+		l.wins[key] = mWin{count: n, end: end}
 		if got != n {
 			return fmt.Errorf("Set(%s): got %d, want %d", key, got, n)
 		}
 	case r < 51:
-		if err := m.syncClock(); err != nil {
-			return err
-		}
 		m.logf("[%d] Reset(%s)", li, key)
 		if err := w.Reset(ctx, key); err != nil {
 			return fmt.Errorf("Reset: %w", err)
@@ -429,9 +519,6 @@ func (m *modelRun) step() error {
 	case r < 80:
 		m.advance()
 	case r < 87:
-		if err := m.syncClock(); err != nil {
-			return err
-		}
 		m.logf("Snapshot")
 		if err := m.db.Snapshot(); err != nil {
 			return fmt.Errorf("Snapshot: %w", err)
@@ -446,13 +533,11 @@ func (m *modelRun) step() error {
 			m.snapCommit()
 		}
 	case r < 93:
-		if err := m.syncClock(); err != nil {
-			return err
-		}
 		m.logf("Clean")
 		if _, err := m.db.Clean(); err != nil {
 			return fmt.Errorf("Clean: %w", err)
 		}
+		m.cleaned(m.tick())
 		if err := m.db.Verify(); err != nil {
 			return fmt.Errorf("Verify after Clean: %w", err)
 		}
@@ -475,16 +560,20 @@ func (m *modelRun) step() error {
 
 func (m *modelRun) hit(li int, l *mLim, w *ratedb.Window, key string, limit, inc int64) error {
 	now := m.tick()
+	if err := m.resolve(li, key, now); err != nil {
+		return err
+	}
 	m.logf("[%d] Hit(%s, limit %d, inc %d)", li, key, limit, inc)
 	got, err := w.Hit(ctx, key, limit, inc)
 	if err != nil {
 		return fmt.Errorf("Hit: %w", err)
 	}
+	l.capStore(key, now)
 	c, end := l.current(key, now)
 	allowed := c+inc <= limit
 	if allowed {
 		c += inc
-		l.wins[key] = mWin{c, end}
+		l.wins[key] = mWin{count: c, end: end}
 		m.allowed++
 	} else {
 		m.denied++
@@ -512,9 +601,13 @@ func (m *modelRun) hit(li int, l *mLim, w *ratedb.Window, key string, limit, inc
 func (m *modelRun) check(li int, key string) error {
 	l, w := m.lims[li], m.ws[li]
 	now := m.tick()
+	if err := m.resolve(li, key, now); err != nil {
+		return err
+	}
 	var wantN int64
 	var wantEnd time.Time
 	if mw, ok := l.wins[key]; ok && now < mw.end {
+		mw = mCap(mw, now, l.scale)
 		wantN, wantEnd = mw.count, time.UnixMilli(mw.end)
 	}
 	n, err := w.Get(ctx, key)
@@ -558,7 +651,8 @@ func (m *modelRun) checkAll() error {
 }
 
 // advance moves the clock: mostly forwards by up to a few scales, sometimes
-// backwards (the DB must ignore it), sometimes far.
+// backwards (a window it revives counts again, capped to end within one
+// scale), sometimes far.
 func (m *modelRun) advance() {
 	sc := m.lims[m.rng.IntN(len(m.lims))].scale
 	cur := m.clock.get()
@@ -580,8 +674,7 @@ func (m *modelRun) advance() {
 }
 
 // reopen closes the DB and opens it again. A graceful restart (crash false)
-// keeps every count and the newest time seen, so the clock may read earlier
-// than before. A crash drops what was not snapshotted: the DB is reopened
+// keeps every count. A crash drops what was not snapshotted: the DB is reopened
 // from the image of the file taken at the last snapshot; the abandoned DB is
 // closed (its final snapshot goes to a file nobody reads).
 func (m *modelRun) reopen(crash bool) error {
@@ -589,9 +682,6 @@ func (m *modelRun) reopen(crash bool) error {
 		m.logf("Crash")
 	} else {
 		m.logf("Close+Reopen")
-	}
-	if err := m.syncClock(); err != nil {
-		return err
 	}
 	err := m.db.Close()
 	m.db = nil
@@ -608,9 +698,6 @@ func (m *modelRun) reopen(crash bool) error {
 		for i := range m.lays {
 			m.lays[i] = m.lcomm[i].clone()
 		}
-		// The time seen since the last snapshot is lost with the crash; keep
-		// the clock at or after it, so the model's now is exact.
-		m.clock.set(max(m.clock.get(), m.newest))
 	} else {
 		if err := copyFile(m.path, m.image); err != nil {
 			return err

@@ -19,9 +19,11 @@ type Options struct {
 	// KeyOlderThan is how long past its end an expired window is kept before
 	// the janitor removes it. Default 0: an expired window carries no
 	// information (the next hit opens a fresh one either way), so it is
-	// removed by the first janitor pass after it ends. A positive value keeps
-	// expired windows around, for example to inspect them. Negative is
-	// invalid.
+	// removed by the first janitor pass at or after its end. A positive
+	// value keeps expired windows around, for example to inspect them: a
+	// window ending at E is removed, from memory and file, by the first pass
+	// at or after E+KeyOlderThan. It must be a whole number of milliseconds;
+	// negative is invalid.
 	KeyOlderThan time.Duration
 
 	// SnapshotPeriod is how often windows changed since the last snapshot are
@@ -33,10 +35,12 @@ type Options struct {
 	// MaxHotKeys is how many windows the in-memory cache holds, in windows.
 	// Colder windows are written to the file and reloaded on their next hit
 	// (in memory-only mode they stay in a plain map). Default 1<<20; at most
-	// MaxHotKeysLimit (1<<26), larger is invalid. Open allocates about 65
-	// bytes per hot key up front (the cache's frequency sketch and a lookup
-	// table: 67 MB at the default), and each window in memory costs about
-	// 340 bytes, half of it the cache's.
+	// MaxHotKeysLimit (1<<26), larger is invalid. A hot window costs about
+	// 400 bytes in all, as measured in the README's Performance section:
+	// about 67 bytes of it allocated by Open up front for every hot key (the
+	// cache's frequency sketch and a lookup table: 67 MB at the default),
+	// the rest (the window, the index and the cache's maps) as windows
+	// arrive.
 	MaxHotKeys int64
 
 	// MaxSnapshotBacklog bounds memory beyond the hot set, in windows.
@@ -63,14 +67,17 @@ type Options struct {
 	MaxSnapshotBacklog int64
 
 	// Clock is the time source, called once per operation. Default: the
-	// system clock read through a millisecond tick (a goroutine stores
-	// time.Now every millisecond while the DB is in use and sleeps after a
-	// second without calls), which costs an atomic load instead of a clock
-	// read per call; under heavy load it can lag the system clock by a few
-	// milliseconds. Tests inject a fake clock. Time granularity is the
-	// millisecond. Time never runs backwards for the DB: a reading earlier
-	// than the newest one seen (in this process or in the file) is treated
-	// as the newest one seen.
+	// wall clock read once at Open, plus Go's monotonic time elapsed since,
+	// so that a step of the wall clock while the DB is open changes nothing;
+	// a goroutine stores it every millisecond while the DB is in use (and
+	// sleeps after a second without calls), which costs an atomic load
+	// instead of a clock read per call; under heavy load it can lag by a few
+	// milliseconds. An injected clock (tests) is taken as given, reading by
+	// reading. Time granularity is the millisecond. Whatever the clock does,
+	// a window never ends more than one scale after now: see the package
+	// documentation for the glitch cases. A reading before
+	// 1970-01-01T00:00:00Z or at or after 10000-01-01T00:00:00Z gives
+	// ErrClockOutOfRange.
 	Clock func() time.Time
 
 	// OpenTimeout is how long Open waits for another handle's lock on the

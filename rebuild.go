@@ -98,8 +98,7 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
-	hwm := db.hwm.Load()
-	if err := nb.Update(func(tx *bolt.Tx) error { return initFile(tx, hwm) }); err != nil {
+	if err := nb.Update(initFile); err != nil {
 		return err
 	}
 

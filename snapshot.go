@@ -142,6 +142,7 @@ func (db *DB) snapshotLocked() (int64, error) {
 			if !e.gone && e.dirty {
 				e.dirty = false
 				e.inflight = true
+				e.setCapped(false) // the copy carries the capped ends
 				s := e.s
 				r := snapRec{e: e, s: s, k8: key8(e.key), end: e.maxEnd(), tiers: e.tiers(), tombstone: e.tombstone()}
 				klen := len(s.prefix) + len(e.key)
@@ -174,11 +175,10 @@ func (db *DB) snapshotLocked() (int64, error) {
 	// leave memory as their batch commits. A failed batch leaves it and every
 	// later one dirty. The crash bound holds per Snapshot call: every window
 	// on disk is at least as new as when the last completed snapshot began.
-	hwm := db.hwm.Load()
 	var written int64
 	for len(recs) > 0 {
 		batch := recs[:min(len(recs), snapshotBatch)]
-		n, err := db.writeBatch(batch, hwm)
+		n, err := db.writeBatch(batch)
 		if err != nil {
 			// Every record not yet committed leaves the backlog and its
 			// entry, if still in memory and clean, joins it again.
@@ -229,7 +229,7 @@ var testBatchHook func() error
 
 // writeBatch writes recs, sorted by key, in one transaction, and returns how
 // many it wrote. It keeps the expiry index and the window count in step.
-func (db *DB) writeBatch(recs []snapRec, hwm int64) (written int64, err error) {
+func (db *DB) writeBatch(recs []snapRec) (written int64, err error) {
 	var (
 		delta int64
 		buf   [maxTiersInline]counter
@@ -297,9 +297,6 @@ func (db *DB) writeBatch(recs []snapRec, hwm int64) (written int64, err error) {
 				}
 			}
 			written++
-		}
-		if err := mb.Put(keyHWM, record.EncodeInt64(hwm)); err != nil {
-			return err
 		}
 		return mb.Put(keyWindows, record.EncodeInt64(db.stats.diskWindows.Load()+delta))
 	})

@@ -144,8 +144,14 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		// again: otherwise a busy window the cache evicted would stay in
 		// memory beyond MaxHotKeys.
 		if !e.gone && e.hot.Load() {
+			now, err := db.now()
+			if err != nil {
+				e.mu.Unlock()
+				return nil, 0, false, err
+			}
 			db.touch(e, h)
-			return e, db.now(), false, nil
+			s.capEnds(e, h, now)
+			return e, now, false, nil
 		}
 		e.mu.Unlock()
 	}
@@ -158,7 +164,7 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		}
 		sh.mu.Lock()
 	}
-	now = db.now()
+	created := false
 	if e == nil {
 		var buf [maxTiersInline]counter
 		cs, found, err := s.load(key, buf[:0])
@@ -172,26 +178,72 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		if found {
 			db.stats.reloaded.Add(1)
 		}
+		created = true
+	}
+	e.mu.Lock()
+	// Read with e.mu held: a call on the fast path holds only e.mu, so a
+	// reading taken before waiting for it could be older than the time that
+	// call acted at.
+	now, err = db.now()
+	if err != nil {
+		if created {
+			db.removeLocked(sh, h, e)
+		}
+		e.mu.Unlock()
+		sh.mu.Unlock()
+		return nil, 0, false, err
+	}
+	if created {
 		db.exp.add(e, db.expiryAt(e.maxEnd(), now))
 	}
 	if !e.hot.Load() {
 		// Count this use in the cache's frequency sketch (a miss), so that
 		// a window in use earns its place against the residents: the cache
 		// admits a newcomer only if it has been used at least as often as
-		// the resident it would evict, and it counts only Gets.
+		// the resident it would evict, and it counts only Gets. Neither call
+		// blocks.
 		db.cache.Get(h)
 		if db.cache.Set(h, e, 1) {
 			e.hot.Store(true)
 		}
 	}
 	cold = !e.hot.Load()
-	e.mu.Lock()
 	sh.mu.Unlock()
 	if !cold {
 		db.fastStore(h, e)
 		db.touch(e, h)
 	}
+	s.capEnds(e, h, now)
 	return e, now, cold, nil
+}
+
+// capEnds caps every window of e to end at most one scale after now (the
+// clock model of the package documentation): on a correct clock no window ends later, so a later end comes
+// from a clock that read ahead when the window opened, or reads behind now.
+// The cap is stored, so the window then ends at a fixed instant. e.mu held.
+func (s *spec) capEnds(e *entry, h uint64, now int64) {
+	changed := false
+	for i := range s.scales {
+		if c, lim := e.tier(i), now+s.scales[i]; c.End > lim {
+			c.End = lim
+			changed = true
+		}
+	}
+	if changed {
+		e.setCapped(s.db.persist)
+		s.db.markDirty(e, h)
+		s.db.exp.add(e, s.db.expiryAt(e.maxEnd(), now))
+	}
+}
+
+// capCopy caps the windows of a copy of a key's counters as capEnds does,
+// for a call that only reads them.
+func (s *spec) capCopy(cs []counter, now int64) {
+	for i := range cs {
+		if lim := now + s.scales[i]; cs[i].End > lim {
+			cs[i].End = lim
+		}
+	}
 }
 
 // testBeforeAcquire, when set by a test, runs at the start of every
@@ -216,27 +268,39 @@ func (s *spec) peek(key string, h uint64, dst []counter) ([]counter, int64, erro
 	if e := db.fastFind(h, s, key); e != nil {
 		e.mu.Lock()
 		if !e.gone {
-			dst = e.counters(dst)
-			now := db.now()
+			now, err := db.now()
+			if err == nil {
+				dst = e.counters(dst)
+				s.capCopy(dst, now)
+			}
 			e.mu.Unlock()
-			return dst, now, nil
+			return dst, now, err
 		}
 		e.mu.Unlock()
 	}
 	sh := db.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now := db.now()
 	if e := sh.find(h, s, key); e != nil {
 		e.mu.Lock()
+		defer e.mu.Unlock()
+		now, err := db.now() // with e.mu held: see acquire
+		if err != nil {
+			return dst[:0], 0, err
+		}
 		dst = e.counters(dst)
-		e.mu.Unlock()
+		s.capCopy(dst, now)
 		return dst, now, nil
+	}
+	now, err := db.now()
+	if err != nil {
+		return dst[:0], 0, err
 	}
 	cs, found, err := s.load(key, dst)
 	if err != nil || !found {
 		return dst[:0], now, err
 	}
+	s.capCopy(cs, now)
 	return cs, now, nil
 }
 
@@ -271,10 +335,15 @@ func (s *spec) reset(key string) error {
 			sh.mu.Unlock()
 			return err
 		}
+		now, err := db.now()
+		if err != nil {
+			sh.mu.Unlock()
+			return err
+		}
 		e = s.newEntry(key, cs)
 		sh.insert(h, e)
 		db.memWindows.Add(1)
-		db.exp.add(e, db.expiryAt(e.maxEnd(), db.now()))
+		db.exp.add(e, db.expiryAt(e.maxEnd(), now))
 	}
 	e.mu.Lock()
 	for i := 0; i < e.tiers(); i++ {

@@ -40,8 +40,9 @@ func Example() {
 	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello") })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
 
-	// In production: http.ListenAndServe(":8080", limit.Handler(mux)),
-	// or r.Use(limit.Handler) with chi.
+	// In production: an http.Server with limit.Handler(mux) (or
+	// r.Use(limit.Handler) with chi), shut down gracefully on SIGTERM before
+	// db.Close, as examples/httpserver does.
 	srv := httptest.NewServer(limit.Handler(mux))
 	defer srv.Close()
 

@@ -201,7 +201,7 @@ type parent struct {
 	saved    map[int64]map[lkey]winState
 	commit   map[lkey]winState // state as of the beginning of the last committed snapshot
 	pending  map[int]pendingHit
-	clock    int64         // newest child clock reported
+	clock    int64         // newest child clock reported or reached
 	closed   bool          // the child reported a graceful Close
 	opened   chan struct{} // closed when the child reports that it is ready
 	sum      *Summary
@@ -295,6 +295,7 @@ func (p *parent) cycle(cfg Config, path string, cycle int, graceful bool, delay 
 		envBase+"="+strconv.FormatInt(p.clock, 10),
 		envSeed+"="+strconv.FormatUint(seed, 10))
 	cmd.ExtraFiles = []*os.File{pw}
+	base, spawned := p.clock, time.Now()
 	var stderr bytes.Buffer
 	cmd.Stdout = &stderr
 	cmd.Stderr = &stderr
@@ -330,9 +331,15 @@ func (p *parent) cycle(cfg Config, path string, cycle int, graceful bool, delay 
 	// that hangs is a failure, not a hung test.
 	hang := time.AfterFunc(delay+20*time.Second, func() { _ = cmd.Process.Kill() })
 	werr := cmd.Wait()
+	reached := base + time.Since(spawned).Milliseconds()*speed
 	stopTimer()
 	hangFired := !hang.Stop()
 	rerr := <-readDone
+	// The next child's clock goes on from where this one's stopped, as a
+	// real clock would (the child started after spawned, so this is never
+	// behind it): ratedb keeps no "newest time" of its own, and a clock
+	// that stepped back would be a different test (clock_test.go).
+	p.clock = max(p.clock, reached)
 	pr.Close()
 	if rerr != nil {
 		return fmt.Errorf("reading the child's reports: %w", rerr)
