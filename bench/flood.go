@@ -145,8 +145,12 @@ func Flood(dir string, n int, maxHot int64, goroutines int, logf func(string, ..
 						errs[g] = fmt.Errorf("flood hit %d: allowed=%v count=%d err=%v", i, res.Allowed, res.Count, err)
 						return
 					}
-					if logf != nil && i > 0 && i%2_000_000 == 0 {
-						logf("flood: %d keys in %v, anon RSS %d MiB; %+v", i, time.Since(t0).Round(time.Millisecond), procStatus("RssAnon:")>>20, db.Stats())
+					if logf != nil && i > 0 && i%1_000_000 == 0 {
+						var ms runtime.MemStats
+						runtime.ReadMemStats(&ms)
+						logf("flood: %d keys in %v, anon RSS %d MiB (Go heap in use %d MiB, next GC at %d MiB, idle not released %d MiB); %+v",
+							i, time.Since(t0).Round(time.Millisecond), procStatus("RssAnon:")>>20,
+							ms.HeapInuse>>20, ms.NextGC>>20, (ms.HeapIdle-ms.HeapReleased)>>20, db.Stats())
 					}
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime/pprof"
 
 	"github.com/ratedb/ratedb/bench"
 )
@@ -23,7 +24,14 @@ func main() {
 	g := flag.Int("goroutines", 0, "goroutines hitting (0: GOMAXPROCS)")
 	dir := flag.String("dir", "", "directory for the database file (default: a new temporary directory, removed afterwards)")
 	asJSON := flag.Bool("json", false, "print the result as JSON")
+	memprofile := flag.String("memprofile", "", "write a heap profile (read its alloc_space: every allocation of the run, by site) to this file at the end")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	stopProfile, err := bench.StartCPUProfile(*cpuprofile)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stopProfile()
 	d := *dir
 	if d == "" {
 		tmp, err := os.MkdirTemp("", "ratedb-flood-")
@@ -37,6 +45,16 @@ func main() {
 	if err != nil {
 		log.Print(err)
 		defer os.Exit(1)
+	}
+	if *memprofile != "" {
+		f, err := os.Create(*memprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			log.Fatal(err)
+		}
+		_ = f.Close()
 	}
 	if *asJSON {
 		b, _ := json.MarshalIndent(r, "", "  ")

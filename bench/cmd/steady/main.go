@@ -13,7 +13,6 @@ import (
 	"log"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -28,16 +27,11 @@ func main() {
 	patterns := flag.String("patterns", strings.Join(bench.SteadyPatterns, ","), "comma-separated access patterns")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := bench.StartCPUProfile(*cpuprofile)
+	if err != nil {
+		log.Fatal(err)
 	}
+	defer stopProfile()
 	type row struct {
 		r   bench.SteadyResult
 		err error
