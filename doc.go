@@ -80,8 +80,9 @@
 // mode every live window stays in memory. Keys are at most MaxKeyLen bytes.
 // Expired windows leave memory and the file at the first janitor pass at or
 // after their end plus Options.KeyOlderThan (a window a snapshot is writing,
-// or whose end was capped by the clock model and not yet written, at the
-// first pass after that snapshot); the file does not shrink when they do
-// (bbolt reuses its free pages). Raw keys may be personal data: ratedb never puts
+// or whose end went down since the file last got it, capped by the clock
+// model or cleared by Reset, at the first pass after the next snapshot); the
+// file does not shrink when they do (bbolt reuses its free pages). Raw keys
+// may be personal data: ratedb never puts
 // them in errors or logs, but they are stored as-is in the file.
 package ratedb

@@ -29,7 +29,7 @@ type entry struct {
 	gone     bool  // removed from the shard map; holders must look the key up again (written under shard.mu and mu)
 	dirty    bool  // changed since it was last copied by a snapshot (mu)
 	inflight bool  // copied by a snapshot whose commit is pending (mu)
-	bits     uint8 // usesMask: uses served by the fast table, to sample for the cache; cappedBit (mu)
+	bits     uint8 // usesMask: uses served by the fast table, to sample for the cache; loweredBit (mu)
 
 	c    counter    // tier 0 (mu)
 	more *[]counter // tiers 1.. of a Layered limiter, nil for a Window (mu); a pointer keeps Window entries small
@@ -40,23 +40,26 @@ type entry struct {
 }
 
 // The bits of entry.bits: a 4-bit use counter (the entry stays within its
-// 96-byte size class) and cappedBit, set when an end was capped
-// (spec.capEnds) since a snapshot last copied the entry.
+// 96-byte size class) and loweredBit.
 const (
-	usesMask  = 0x0f
-	cappedBit = 0x10
+	usesMask   = 0x0f
+	loweredBit = 0x10
 )
 
-// capped reports whether an end was capped since a snapshot last copied the
-// entry: the file's record then ends later. e.mu held.
-func (e *entry) capped() bool { return e.bits&cappedBit != 0 }
+// lowered reports whether an end was lowered since a snapshot last copied
+// the entry: capped by the clock model (spec.capEnds) or cleared by Reset.
+// The file's record may then end later than the entry, so the janitor must
+// not let the entry leave memory before a snapshot has written it: a later
+// load would bring the old window back. (Otherwise a window's end only
+// grows: a new window opens only once the old one has ended.) e.mu held.
+func (e *entry) lowered() bool { return e.bits&loweredBit != 0 }
 
-// setCapped sets or clears cappedBit. e.mu held.
-func (e *entry) setCapped(on bool) {
+// setLowered sets or clears loweredBit. e.mu held.
+func (e *entry) setLowered(on bool) {
 	if on {
-		e.bits |= cappedBit
+		e.bits |= loweredBit
 	} else {
-		e.bits &^= cappedBit
+		e.bits &^= loweredBit
 	}
 }
 

@@ -174,10 +174,10 @@ func (db *DB) clean() (int, error) {
 		e.mu.Lock()
 		end := e.maxEnd()
 		// Kept while unsaved: a tombstone (the file must delete the key's
-		// record first), a window whose end was capped (the file's record
-		// ends later, and would bring it back), and one a snapshot is
-		// writing. The next pass after the snapshot removes them.
-		keep := (end == 0 && (e.dirty || e.inflight)) || e.capped() || e.inflight
+		// record first), an entry whose end was lowered (the file's record
+		// may end later, and would bring the window back), and one a
+		// snapshot is writing. The next pass after the snapshot removes them.
+		keep := (end == 0 && (e.dirty || e.inflight)) || e.lowered() || e.inflight
 		if end <= cutoff && !keep {
 			if db.removeLocked(sh, h, e) {
 				dels = append(dels, h)

@@ -46,13 +46,14 @@ func (db *DB) backgroundSnapshot() {
 // in the snapshot's slab, never reused within the transaction. It is kept
 // small (72 bytes) because a snapshot sorts a million of them by value.
 type snapRec struct {
-	e   *entry
-	s   *spec
-	kv  []byte // record key (spec prefix + key), then the value; no value for a tombstone
-	k8  uint64 // the key's bytes 0-7, big endian, zero padded: a cheap first comparison
-	k16 uint64 // the key's bytes 8-15, likewise: keys often share their first 8 bytes
-	end int64
-	kn  int32 // length of the record key in kv
+	e       *entry
+	s       *spec
+	kv      []byte // record key (spec prefix + key), then the value; no value for a tombstone
+	k8      uint64 // the key's bytes 0-7, big endian, zero padded: a cheap first comparison
+	k16     uint64 // the key's bytes 8-15, likewise: keys often share their first 8 bytes
+	end     int64
+	kn      int32 // length of the record key in kv
+	lowered bool  // the entry's lowered bit, cleared by the copy: restored if the write fails
 }
 
 // key returns the record key.
@@ -171,10 +172,11 @@ func (db *DB) snapshotLocked() (int64, error) {
 			if !e.gone && e.dirty {
 				e.dirty = false
 				e.inflight = true
-				e.setCapped(false) // the copy carries the capped ends
+				lowered := e.lowered()
+				e.setLowered(false) // the copy carries the lowered ends
 				s := e.s
 				klen := len(s.prefix) + len(e.key)
-				r := snapRec{e: e, s: s, k8: key8(e.key), k16: key16(e.key), end: e.maxEnd(), kn: int32(klen)}
+				r := snapRec{e: e, s: s, k8: key8(e.key), k16: key16(e.key), end: e.maxEnd(), kn: int32(klen), lowered: lowered}
 				if e.tombstone() {
 					r.kv = sl.alloc(klen)
 				} else {
@@ -215,6 +217,9 @@ func (db *DB) snapshotLocked() (int64, error) {
 				e := recs[i].e
 				e.mu.Lock()
 				e.inflight = false
+				if recs[i].lowered {
+					e.setLowered(true)
+				}
 				if !e.gone && !e.dirty {
 					db.markDirty(e, e.s.hash(e.key))
 				}

@@ -230,7 +230,7 @@ func (s *spec) capEnds(e *entry, h uint64, now int64) {
 		}
 	}
 	if changed {
-		e.setCapped(s.db.persist)
+		e.setLowered(s.db.persist)
 		s.db.markDirty(e, h)
 		s.db.exp.add(e, s.db.expiryAt(e.maxEnd(), now))
 	}
@@ -351,6 +351,7 @@ func (s *spec) reset(key string) error {
 	}
 	wasHot := false
 	if db.persist {
+		e.setLowered(true)
 		db.markDirty(e, h)
 	} else {
 		wasHot = db.removeLocked(sh, h, e)
