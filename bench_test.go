@@ -9,6 +9,12 @@ import (
 )
 
 func benchWindow(b *testing.B, path string, opts *ratedb.Options) *ratedb.Window {
+	_, w := benchDB(b, path, opts)
+	return w
+}
+
+// benchDB opens a DB closed by b.Cleanup and its one-hour FixedWindow.
+func benchDB(b *testing.B, path string, opts *ratedb.Options) (*ratedb.DB, *ratedb.Window) {
 	b.Helper()
 	db, err := ratedb.Open(path, opts)
 	if err != nil {
@@ -19,7 +25,7 @@ func benchWindow(b *testing.B, path string, opts *ratedb.Options) *ratedb.Window
 	if err != nil {
 		b.Fatal(err)
 	}
-	return w
+	return db, w
 }
 
 func benchModes(b *testing.B, fn func(b *testing.B, path string)) {
@@ -79,6 +85,65 @@ func BenchmarkWindow_Hit(b *testing.B) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// BenchmarkDB_Snapshot measures db.Snapshot writing n changed windows of
+// 15-byte keys that are already in the file (updates, the steady state of a
+// busy limiter), and the first snapshot of n new windows (inserts). Hitting
+// the windows between snapshots is not timed. allocs/op are per snapshot:
+// divide by n for per-window allocations.
+func BenchmarkDB_Snapshot(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("user:%010d", i*7919%n)
+		}
+		hitAll := func(b *testing.B, w *ratedb.Window) {
+			for _, k := range keys {
+				if _, err := w.Hit(ctx, k, 1<<62, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		open := func(b *testing.B) (*ratedb.DB, *ratedb.Window) {
+			return benchDB(b, tempPath(b), &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: int64(2 * n)})
+		}
+		snap := func(b *testing.B, db *ratedb.DB) {
+			if err := db.Snapshot(); err != nil {
+				b.Fatal(err)
+			}
+			if got := db.Stats().LastSnapshotWindows; got != int64(n) {
+				b.Fatalf("snapshot wrote %d windows, want %d", got, n)
+			}
+		}
+		b.Run(fmt.Sprintf("update_%d", n), func(b *testing.B) {
+			db, w := open(b)
+			hitAll(b, w)
+			snap(b, db)
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				hitAll(b, w)
+				b.StartTimer()
+				snap(b, db)
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "windows/s")
+		})
+		b.Run(fmt.Sprintf("insert_%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				db, w := open(b)
+				hitAll(b, w)
+				b.StartTimer()
+				snap(b, db)
+				b.StopTimer()
+				_ = db.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "windows/s")
 		})
 	}
 }

@@ -47,6 +47,8 @@ type DB struct {
 	snapMu sync.Mutex // one writer of the file at a time: snapshots, janitor passes, the audit after Open
 
 	memWindows atomic.Int64
+	memLimit   int64    // MaxHotKeys + MaxSnapshotBacklog: see relieve
+	progress   progress // wakes calls waiting in relieve
 	stats      counters
 
 	stop chan struct{}
@@ -76,15 +78,16 @@ func Open(path string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{
-		opts:    o,
-		path:    path,
-		persist: path != "",
-		kot:     o.KeyOlderThan.Milliseconds(),
-		log:     o.Logger,
-		clock:   o.Clock,
-		specs:   make(map[string]*spec),
-		stop:    make(chan struct{}),
-		fast:    make([]atomic.Pointer[entry], fastTableSize(o.MaxHotKeys)),
+		opts:     o,
+		path:     path,
+		persist:  path != "",
+		kot:      o.KeyOlderThan.Milliseconds(),
+		log:      o.Logger,
+		clock:    o.Clock,
+		specs:    make(map[string]*spec),
+		stop:     make(chan struct{}),
+		fast:     make([]atomic.Pointer[entry], fastTableSize(o.MaxHotKeys)),
+		memLimit: o.MaxHotKeys + o.MaxSnapshotBacklog,
 	}
 	for i := range db.shards {
 		db.shards[i].m = make(map[uint64]*entry)
@@ -247,6 +250,7 @@ func (db *DB) markDirty(e *entry, h uint64) {
 		return
 	}
 	e.dirty = true
+	db.stats.backlog.Add(1)
 	sh := db.shard(h)
 	sh.dmu.Lock()
 	sh.dirty = append(sh.dirty, e)

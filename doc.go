@@ -73,14 +73,16 @@
 // boundary (limit hits at the end of one window, limit more at the start of
 // the next); StaggeredWindow and PerKeyWindow move that boundary per key but
 // do not remove it. ratedb is for one process on one machine: it does not
-// share counts between processes. Memory is bounded by MaxHotKeys plus the
-// changed windows not yet written: when new windows arrive faster than
-// snapshots write them, memory grows until the snapshots catch up. Keys are
-// at most MaxKeyLen bytes. Expired windows leave memory and the file at the
-// first janitor pass at or after their end plus Options.KeyOlderThan (a
-// window a snapshot is writing, or whose end went down since the file last
-// got it, capped by the clock model or cleared by Reset, at the first pass
-// after the next snapshot); the file does
-// not shrink when they do (bbolt reuses its free pages). Raw keys may be personal data: ratedb never puts
+// share counts between processes. With a file, memory holds at most
+// MaxHotKeys + MaxSnapshotBacklog windows plus one per call in progress: when
+// new windows arrive faster than snapshots write them, calls that open new
+// windows wait for the file (see Options.MaxSnapshotBacklog); in memory-only
+// mode every live window stays in memory. Keys are at most MaxKeyLen bytes.
+// Expired windows leave memory and the file at the first janitor pass at or
+// after their end plus Options.KeyOlderThan (a window a snapshot is writing,
+// or whose end went down since the file last got it, capped by the clock
+// model or cleared by Reset, at the first pass after the next snapshot); the
+// file does not shrink when they do (bbolt reuses its free pages). Raw keys
+// may be personal data: ratedb never puts
 // them in errors or logs, but they are stored as-is in the file.
 package ratedb

@@ -43,6 +43,31 @@ type Options struct {
 	// arrive.
 	MaxHotKeys int64
 
+	// MaxSnapshotBacklog bounds memory beyond the hot set, in windows.
+	// With a file, a window the cache does not hold stays in memory only
+	// until a snapshot has written its last change; new keys arriving
+	// faster than the file takes them (a flood of spoofed addresses or
+	// random API keys) would grow that backlog without bound. A call that
+	// would bring a window into memory (open a new one, or reload one from
+	// the file) therefore first waits while memory holds MaxHotKeys +
+	// MaxSnapshotBacklog windows: it runs a snapshot itself, or waits for
+	// the running one to commit a batch. So
+	//
+	//	WindowsInMemory <= MaxHotKeys + MaxSnapshotBacklog + calls in progress
+	//
+	// and memory is about that many windows times the bytes per window,
+	// plus what bbolt copies while a snapshot writes (up to one 4 KiB page
+	// per window of a batch of 131,072) and Go's heap headroom (README,
+	// "Under a flood of new keys"). Calls on windows already in memory never wait, and
+	// a waiting call is slower, never wrong; if the snapshot it runs fails,
+	// it returns that error and counts nothing. Under a sustained flood,
+	// hits on new keys are served at the rate the file takes new windows,
+	// and one such hit in about every MaxSnapshotBacklog waits for a whole
+	// snapshot (see Stats.BacklogWaits and Stats.SnapshotBacklog). Default
+	// 1<<18 (262,144). Negative is invalid. Ignored in memory-only mode,
+	// where every window stays in memory.
+	MaxSnapshotBacklog int64
+
 	// Clock is the time source, called once per operation. Default: the
 	// wall clock read once at Open, plus Go's monotonic time elapsed since,
 	// so that a step of the wall clock while the DB is open changes nothing;
@@ -124,6 +149,8 @@ const (
 	DefaultSnapshotPeriod = time.Second
 	DefaultMaxHotKeys     = 1 << 20
 	DefaultOpenTimeout    = time.Second
+
+	DefaultMaxSnapshotBacklog = 1 << 18
 )
 
 // withDefaults returns a copy of o (nil means all defaults) with every zero
@@ -141,6 +168,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.MaxHotKeys == 0 {
 		c.MaxHotKeys = DefaultMaxHotKeys
+	}
+	if c.MaxSnapshotBacklog == 0 {
+		c.MaxSnapshotBacklog = DefaultMaxSnapshotBacklog
 	}
 	if c.OpenTimeout == 0 {
 		c.OpenTimeout = DefaultOpenTimeout
@@ -169,6 +199,9 @@ func (o *Options) validate() error {
 	if o.MaxHotKeys > MaxHotKeysLimit {
 		bad("Options.MaxHotKeys %d is over its maximum %d: it would allocate about %s up front",
 			o.MaxHotKeys, MaxHotKeysLimit, formatBytes(upfrontBytes(o.MaxHotKeys)))
+	}
+	if o.MaxSnapshotBacklog < 0 {
+		bad("Options.MaxSnapshotBacklog %d is negative", o.MaxSnapshotBacklog)
 	}
 	if o.OpenTimeout < 0 {
 		bad("Options.OpenTimeout %v is negative", o.OpenTimeout)

@@ -16,7 +16,10 @@ import (
 // sorted by key, in transactions of at most 131,072 windows, and returns when
 // all have committed. It costs in proportion to the windows changed, not to
 // the windows held. Hits are never blocked by its disk I/O: a window changed
-// while the write is under way is simply written by the next snapshot.
+// while the write is under way is simply written by the next snapshot. (A
+// call that would bring a window into a memory already holding MaxHotKeys +
+// MaxSnapshotBacklog windows waits for a batch to commit, or runs a snapshot
+// itself: see Options.MaxSnapshotBacklog.)
 //
 // A crash loses at most the hits admitted since the last completed snapshot
 // began: every window in the file is at least as new as it was then. In
@@ -40,29 +43,47 @@ func (db *DB) backgroundSnapshot() {
 }
 
 // snapRec is one window copied for a snapshot. Its record key and value live
-// in the snapshot's slab, never reused within the transaction.
+// in the snapshot's slab, never reused within the transaction. It is kept
+// small (72 bytes) because a snapshot sorts a million of them by value.
 type snapRec struct {
-	e         *entry
-	s         *spec
-	k, v      []byte // record key (spec prefix + key) and value; v is nil for a tombstone
-	k8        uint64 // the key's first 8 bytes, big endian, zero padded: a cheap first comparison
-	end       int64
-	tiers     int
-	tombstone bool
-	lowered   bool // the entry's lowered bit, cleared by the copy: restored if the write fails
+	e       *entry
+	s       *spec
+	kv      []byte // record key (spec prefix + key), then the value; no value for a tombstone
+	k8      uint64 // the key's bytes 0-7, big endian, zero padded: a cheap first comparison
+	k16     uint64 // the key's bytes 8-15, likewise: keys often share their first 8 bytes
+	end     int64
+	kn      int32 // length of the record key in kv
+	lowered bool  // the entry's lowered bit, cleared by the copy: restored if the write fails
 }
 
+// key returns the record key.
+func (r *snapRec) key() []byte { return r.kv[:r.kn:r.kn] }
+
+// value returns the record value, nil for a tombstone.
+func (r *snapRec) value() []byte {
+	if r.tombstone() {
+		return nil
+	}
+	return r.kv[r.kn:]
+}
+
+// tombstone reports whether the record deletes the key's window.
+func (r *snapRec) tombstone() bool { return int(r.kn) == len(r.kv) }
+
 // compareRecs orders records by record key, as bbolt stores them: by spec
-// prefix, then key. k8 orders keys by their first 8 bytes without touching
-// the slab; only ties compare the bytes.
+// prefix, then key. k8 and k16 order keys by their first 16 bytes without
+// touching the slab; only ties compare the bytes.
 func compareRecs(a, b *snapRec) int {
 	if a.s != b.s {
-		return bytes.Compare(a.k, b.k)
+		return bytes.Compare(a.key(), b.key())
 	}
 	if a.k8 != b.k8 {
 		return cmp.Compare(a.k8, b.k8)
 	}
-	return bytes.Compare(a.k, b.k)
+	if a.k16 != b.k16 {
+		return cmp.Compare(a.k16, b.k16)
+	}
+	return bytes.Compare(a.key(), b.key())
 }
 
 // key8 returns the first 8 bytes of key, big endian, zero padded. If
@@ -71,6 +92,17 @@ func key8(key string) uint64 {
 	var b [8]byte
 	copy(b[:], key)
 	return binary.BigEndian.Uint64(b[:])
+}
+
+// key16 returns bytes 8-15 of key, big endian, zero padded. If key8(a) ==
+// key8(b) and key16(a) < key16(b) then a < b: the two compare the first 16
+// bytes of the zero-padded keys, and a zero-padded key is smaller than or
+// equal to every key it is a prefix of.
+func key16(key string) uint64 {
+	if len(key) <= 8 {
+		return 0
+	}
+	return key8(key[8:])
 }
 
 // slabChunk is the size of one chunk of a snapshot's slab.
@@ -104,7 +136,17 @@ func (db *DB) snapshot() error {
 	}
 	db.snapMu.Lock()
 	defer db.snapMu.Unlock()
+	_, err := db.snapshotLocked()
+	return err
+}
+
+// snapshotLocked is snapshot with snapMu held; it also returns how many
+// records it wrote.
+func (db *DB) snapshotLocked() (int64, error) {
 	started := time.Now()
+	// Waiters in relieve look again once this snapshot is over, whatever
+	// its outcome.
+	defer db.progress.signal()
 
 	var (
 		lists [numShards][]*entry
@@ -121,7 +163,7 @@ func (db *DB) snapshot() error {
 		n += len(lists[i])
 	}
 	if n == 0 {
-		return nil
+		return 0, nil
 	}
 	recs := make([]snapRec, 0, n)
 	for _, list := range lists {
@@ -133,26 +175,28 @@ func (db *DB) snapshot() error {
 				lowered := e.lowered()
 				e.setLowered(false) // the copy carries the lowered ends
 				s := e.s
-				r := snapRec{e: e, s: s, k8: key8(e.key), end: e.maxEnd(), tiers: e.tiers(), tombstone: e.tombstone(), lowered: lowered}
 				klen := len(s.prefix) + len(e.key)
-				if r.tombstone {
-					r.k = sl.alloc(klen)
+				r := snapRec{e: e, s: s, k8: key8(e.key), k16: key16(e.key), end: e.maxEnd(), kn: int32(klen), lowered: lowered}
+				if e.tombstone() {
+					r.kv = sl.alloc(klen)
 				} else {
-					b := sl.alloc(klen + record.ValueLen(r.tiers))
-					r.k = b[:klen:klen]
-					r.v = b[klen:klen:len(b)]
+					r.kv = sl.alloc(klen + record.ValueLen(e.tiers()))
 				}
-				copy(r.k[copy(r.k, s.prefix):], e.key)
-				if !r.tombstone {
-					r.v = record.AppendValue(r.v, r.k, e.counters(buf[:0]))
+				k := r.kv[:klen]
+				copy(k[copy(k, s.prefix):], e.key)
+				if !e.tombstone() {
+					record.AppendValue(r.kv[klen:klen], k, e.counters(buf[:0]))
 				}
 				recs = append(recs, r)
 			}
 			e.mu.Unlock()
 		}
 	}
+	// The queued entries are now either records of this snapshot (still
+	// in the backlog until their batch commits) or skipped.
+	db.stats.backlog.Add(int64(len(recs) - n))
 	if len(recs) == 0 {
-		return nil
+		return 0, nil
 	}
 	slices.SortFunc(recs, func(a, b snapRec) int { return compareRecs(&a, &b) })
 
@@ -166,6 +210,9 @@ func (db *DB) snapshot() error {
 		batch := recs[:min(len(recs), snapshotBatch)]
 		n, err := db.writeBatch(batch)
 		if err != nil {
+			// Every record not yet committed leaves the backlog and its
+			// entry, if still in memory and clean, joins it again.
+			db.stats.backlog.Add(-int64(len(recs)))
 			for i := range recs {
 				e := recs[i].e
 				e.mu.Lock()
@@ -180,9 +227,10 @@ func (db *DB) snapshot() error {
 			}
 			db.stats.snapshotFailures.Add(1)
 			db.stats.lastSnapErr.Store(&err)
-			return err
+			return written, err
 		}
 		written += n
+		db.stats.backlog.Add(-int64(len(batch)))
 		for i := range batch {
 			e := batch[i].e
 			e.mu.Lock()
@@ -194,13 +242,14 @@ func (db *DB) snapshot() error {
 			}
 		}
 		recs = recs[len(batch):]
+		db.progress.signal()
 	}
 	db.stats.snapshots.Add(1)
 	db.stats.lastSnapDur.Store(int64(time.Since(started)))
 	db.stats.lastSnapN.Store(written)
 	db.stats.lastSnapB.Store(int64(sl.total))
 	db.stats.lastSnapErr.Store(nil)
-	return nil
+	return written, nil
 }
 
 // snapshotBatch is the most windows one snapshot transaction writes (a
@@ -233,19 +282,24 @@ func (db *DB) writeBatch(recs []snapRec) (written int64, err error) {
 		// passed to Put until the transaction ends.
 		var isize int
 		for i := range recs {
-			isize += record.IndexKeyLen(len(recs[i].k))
+			isize += record.IndexKeyLen(int(recs[i].kn))
 		}
 		islab := make([]byte, 0, isize)
 		var scratch []byte
+		// One cursor serves every look-up: Bucket.Get makes a new cursor,
+		// and its search stack, on each call (several heap allocations per
+		// window). Seek repositions from the root, so the Puts between look-ups
+		// do not invalidate it.
+		wc := wb.Cursor()
 		for i := range recs {
 			r := &recs[i]
-			k := r.k
+			k := r.key()
 			oldEnd, hadOld := int64(0), false
-			if old := wb.Get(k); old != nil {
+			if old := seekExact(wc, k); old != nil {
 				hadOld = true
-				if cs, err := record.Decode(buf[:0], k, old, r.tiers); err == nil {
+				if cs, err := record.Decode(buf[:0], k, old, len(r.s.scales)); err == nil {
 					oldEnd = record.MaxEnd(cs)
-					if r.tombstone || oldEnd != r.end {
+					if r.tombstone() || oldEnd != r.end {
 						scratch = record.AppendIndexKey(scratch[:0], oldEnd, k)
 						if err := xb.Delete(scratch); err != nil {
 							return err
@@ -257,7 +311,7 @@ func (db *DB) writeBatch(recs []snapRec) (written int64, err error) {
 					db.stats.corrupt.Add(1)
 				}
 			}
-			if r.tombstone {
+			if r.tombstone() {
 				if hadOld {
 					if err := wb.Delete(k); err != nil {
 						return err
@@ -270,7 +324,7 @@ func (db *DB) writeBatch(recs []snapRec) (written int64, err error) {
 			if !hadOld {
 				delta++
 			}
-			if err := wb.Put(k, r.v); err != nil {
+			if err := wb.Put(k, r.value()); err != nil {
 				return err
 			}
 			if !hadOld || oldEnd != r.end {
@@ -290,4 +344,14 @@ func (db *DB) writeBatch(recs []snapRec) (written int64, err error) {
 	}
 	db.stats.diskWindows.Add(delta)
 	return written, nil
+}
+
+// seekExact returns the value stored under k, or nil if there is none (as
+// Bucket.Get), reusing the cursor c of k's bucket.
+func seekExact(c *bolt.Cursor, k []byte) []byte {
+	ck, v := c.Seek(k)
+	if ck == nil || !bytes.Equal(ck, k) {
+		return nil
+	}
+	return v
 }

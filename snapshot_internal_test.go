@@ -17,6 +17,9 @@ func FuzzCompareRecs(f *testing.F) {
 	f.Add("abcdefgh1", "abcdefgh0", false)
 	f.Add("\xff", "\xff\xff\xff\xff\xff\xff\xff\xff\x00", true)
 	f.Add("", "x", true)
+	f.Add("user:0000000012", "user:0000000011", true)
+	f.Add("abcdefgh\x00", "abcdefgh", true)
+	f.Add("abcdefghijklmnop1", "abcdefghijklmnop0", true)
 	sa := &spec{prefix: []byte{1, 0, 0, 0, 0, 0, 0, 0, 1}}
 	sb := &spec{prefix: []byte{2, 0, 0, 0, 0, 0, 0, 0, 1}}
 	f.Fuzz(func(t *testing.T, ka, kb string, sameSpec bool) {
@@ -24,9 +27,12 @@ func FuzzCompareRecs(f *testing.F) {
 		if sameSpec {
 			s2 = sa
 		}
-		a := snapRec{s: sa, k: append(append([]byte{}, sa.prefix...), ka...), k8: key8(ka)}
-		b := snapRec{s: s2, k: append(append([]byte{}, s2.prefix...), kb...), k8: key8(kb)}
-		if got, want := compareRecs(&a, &b), bytes.Compare(a.k, b.k); got != want {
+		rec := func(s *spec, key string) snapRec {
+			kv := append(append([]byte{}, s.prefix...), key...)
+			return snapRec{s: s, kv: kv, kn: int32(len(kv)), k8: key8(key), k16: key16(key)}
+		}
+		a, b := rec(sa, ka), rec(s2, kb)
+		if got, want := compareRecs(&a, &b), bytes.Compare(a.key(), b.key()); got != want {
 			t.Fatalf("compareRecs(%q, %q) = %d, bytes.Compare = %d", ka, kb, got, want)
 		}
 	})

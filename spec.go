@@ -140,7 +140,13 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 	}
 	sh := db.shard(h)
 	sh.mu.Lock()
-	e = sh.find(h, s, key)
+	for e = sh.find(h, s, key); e == nil && db.memoryFull(); e = sh.find(h, s, key) {
+		sh.mu.Unlock()
+		if err := db.relieve(); err != nil {
+			return nil, 0, false, err
+		}
+		sh.mu.Lock()
+	}
 	created := false
 	if e == nil {
 		var buf [maxTiersInline]counter
@@ -294,6 +300,13 @@ func (s *spec) reset(key string) error {
 	sh := db.shard(h)
 	sh.mu.Lock()
 	e := sh.find(h, s, key)
+	for ; e == nil && db.memoryFull(); e = sh.find(h, s, key) {
+		sh.mu.Unlock()
+		if err := db.relieve(); err != nil {
+			return err
+		}
+		sh.mu.Lock()
+	}
 	if e == nil {
 		if !db.persist {
 			sh.mu.Unlock()

@@ -48,6 +48,15 @@ type Stats struct {
 	CorruptSkipped int64
 	// JanitorFailures counts janitor passes that failed to clean the file.
 	JanitorFailures int64
+	// SnapshotBacklog is the number of window changes not yet written to
+	// the file: windows changed since the last snapshot took them, plus
+	// those a snapshot is writing and has not committed yet. 0 in
+	// memory-only mode.
+	SnapshotBacklog int64
+	// BacklogWaits counts calls that found memory holding MaxHotKeys +
+	// MaxSnapshotBacklog windows and waited for a snapshot to write some
+	// before bringing a window into memory (see Options.MaxSnapshotBacklog).
+	BacklogWaits int64
 }
 
 // counters are the DB's internal Stats counters.
@@ -58,6 +67,7 @@ type counters struct {
 	spilled, reloaded, cleaned        atomic.Int64
 	corrupt, janitorFailures          atomic.Int64
 	diskWindows                       atomic.Int64
+	backlog, backlogWaits             atomic.Int64
 }
 
 // Stats returns the DB's counters. It is cheap and safe to call at any time,
@@ -76,6 +86,8 @@ func (db *DB) Stats() Stats {
 		Cleaned:              db.stats.cleaned.Load(),
 		CorruptSkipped:       db.stats.corrupt.Load(),
 		JanitorFailures:      db.stats.janitorFailures.Load(),
+		SnapshotBacklog:      db.stats.backlog.Load(),
+		BacklogWaits:         db.stats.backlogWaits.Load(),
 	}
 	if p := db.stats.lastSnapErr.Load(); p != nil {
 		s.LastSnapshotError = *p

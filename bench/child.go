@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 )
 
 // childPrefix starts the line on which a child process prints its result.
@@ -37,4 +38,25 @@ func RunChild(v any, env []string, name string, args ...string) error {
 		}
 	}
 	return fmt.Errorf("bench: child %s %v printed no result:\n%s", name, args, out)
+}
+
+// StartCPUProfile starts a CPU profile written to path and returns the
+// function that stops it; with path "" it does nothing. The commands use it
+// for their -cpuprofile flag.
+func StartCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

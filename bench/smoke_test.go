@@ -2,6 +2,7 @@ package bench
 
 import (
 	"testing"
+	"time"
 )
 
 // TestDecisions checks that every limiter allows and denies as configured:
@@ -93,4 +94,36 @@ func TestWorkloadsSmall(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestFloodSmall runs the flood workload at a small size, with a hot set
+// smaller than the keys, and requires every count exact.
+func TestFloodSmall(t *testing.T) {
+	r, err := Flood(t.TempDir(), 100_000, 10_000, 0, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verified != 100_000 || r.Mismatched != 0 {
+		t.Fatalf("verified %d, %d wrong; want 100000 exact", r.Verified, r.Mismatched)
+	}
+}
+
+// TestSteadySmall runs the steady-state workload briefly for ratedb with a
+// file and the floor, both patterns.
+func TestSteadySmall(t *testing.T) {
+	for _, name := range []string{"RatedbFile", "MutexMap"} {
+		f, err := FactoryByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range SteadyPatterns {
+			r, err := Steady(f, 20_000, p, 50*time.Millisecond, 200*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Hits == 0 || r.NsPerHit <= 0 {
+				t.Fatalf("%s/%s: %d hits, %v ns/hit", name, p, r.Hits, r.NsPerHit)
+			}
+		}
+	}
 }

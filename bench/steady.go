@@ -1,0 +1,98 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// SteadyResult is the outcome of Steady: one limiter, one access pattern,
+// measured for a fixed time after a warm-up.
+type SteadyResult struct {
+	Limiter  string
+	Pattern  string // "roundrobin" or "zipf"
+	Keys     int
+	Warmup   time.Duration
+	Duration time.Duration // measured time (at least the requested one)
+	Hits     int64         // hits in the measured time
+	NsPerHit float64
+	// Snapshots and LastSnapshot (RatedbFile only) are the snapshots that
+	// committed during the measured time and the duration of the last one:
+	// a snapshot as long as the snapshot period means the snapshot
+	// goroutine never rests.
+	Snapshots    int64
+	LastSnapshot time.Duration
+	// PeakWindowsInMemory (ratedb only) is the largest
+	// Stats.WindowsInMemory seen, sampled every 65,536 hits.
+	PeakWindowsInMemory int64
+}
+
+// SteadyPatterns lists the access patterns Steady knows.
+var SteadyPatterns = []string{"roundrobin", "zipf"}
+
+// Steady builds f holding n keys (each hit once, checked present), then
+// hits them from one goroutine in pattern order ("roundrobin": every key in
+// turn, so every key changes between two snapshots; "zipf": Zipf(1.1)) for
+// warmup, and then for at least dur, timed. Unlike a Go benchmark, whose
+// b.N grows until about a second has passed, the measured time covers many
+// snapshot periods of a persistent limiter, so its background work is
+// charged to the hits.
+func Steady(f Factory, n int, pattern string, warmup, dur time.Duration) (SteadyResult, error) {
+	r := SteadyResult{Limiter: f.Name, Pattern: pattern, Keys: n, Warmup: warmup}
+	m, closeFn, err := BuildManyKeys(f, n)
+	if err != nil {
+		return r, err
+	}
+	defer closeFn()
+	var order func(i int) string
+	switch pattern {
+	case "roundrobin":
+		order = func(i int) string { return m.Keys[i%len(m.Keys)] }
+	case "zipf":
+		mask := len(m.Zipf) - 1
+		order = func(i int) string { return m.Keys[m.Zipf[i&mask]] }
+	default:
+		return r, fmt.Errorf("bench: unknown pattern %q (want one of %v)", pattern, SteadyPatterns)
+	}
+	rl, _ := m.L.(*ratedbLimiter)
+	i := 0
+	// run hits until d has passed, checking the clock every 1024 hits, and
+	// returns the hits made and the time taken.
+	run := func(d time.Duration) (int64, time.Duration, error) {
+		t0 := time.Now()
+		var hits int64
+		for {
+			for range 1024 {
+				if ok, err := m.L.Allow(order(i)); err != nil || !ok {
+					return hits, 0, fmt.Errorf("%s/%s hit %d: allowed=%v err=%v", f.Name, pattern, i, ok, err)
+				}
+				if i++; rl != nil && i&0xffff == 0 {
+					r.PeakWindowsInMemory = max(r.PeakWindowsInMemory, rl.db.Stats().WindowsInMemory)
+				}
+			}
+			hits += 1024
+			if el := time.Since(t0); el >= d {
+				return hits, el, nil
+			}
+		}
+	}
+	runtime.GC()
+	if _, _, err := run(warmup); err != nil {
+		return r, err
+	}
+	var snaps0 int64
+	if rl != nil {
+		snaps0 = rl.db.Stats().Snapshots
+		r.PeakWindowsInMemory = 0
+	}
+	if r.Hits, r.Duration, err = run(dur); err != nil {
+		return r, err
+	}
+	r.NsPerHit = float64(r.Duration.Nanoseconds()) / float64(r.Hits)
+	if rl != nil {
+		st := rl.db.Stats()
+		r.Snapshots = st.Snapshots - snaps0
+		r.LastSnapshot = st.LastSnapshotDuration
+	}
+	return r, nil
+}
