@@ -111,18 +111,33 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result,
 	l.release(e, cold)
 	db.exitHit(h, allowed)
 
-	bind := 0
 	for i := range trs {
 		trs[i].Remaining = max(0, trs[i].Limit-trs[i].Count)
+	}
+	return LayeredResult(allowed, time.UnixMilli(now), trs), nil
+}
+
+// LayeredResult builds the Result of a Layered hit from every tier's state
+// after the call (Remaining filled in), in the order the tiers were given:
+// it picks Result.Tier, the tier that bound the decision (on a denial the
+// denying tier that frees up last, otherwise the tier with the least room
+// left; ties go to the earlier tier), copies that tier's figures to the top
+// level and, on a denial, sets RetryAfter to the time from now until that
+// tier's window ends. Every backend (the embedded DB, redisstore) answers
+// through it, so they agree on the binding tier. tiers must not be empty;
+// the Result keeps the slice.
+func LayeredResult(allowed bool, now time.Time, tiers []TierResult) Result {
+	bind := 0
+	for i := range tiers {
 		if allowed {
-			if trs[i].Remaining < trs[bind].Remaining {
+			if tiers[i].Remaining < tiers[bind].Remaining {
 				bind = i
 			}
-		} else if !trs[i].Fits && (trs[bind].Fits || trs[i].ResetAt.After(trs[bind].ResetAt)) {
+		} else if !tiers[i].Fits && (tiers[bind].Fits || tiers[i].ResetAt.After(tiers[bind].ResetAt)) {
 			bind = i
 		}
 	}
-	b := trs[bind]
+	b := tiers[bind]
 	r := Result{
 		Allowed:   allowed,
 		Count:     b.Count,
@@ -131,12 +146,12 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result,
 		ResetAt:   b.ResetAt,
 		Scale:     b.Scale,
 		Tier:      bind,
-		Tiers:     trs,
+		Tiers:     tiers,
 	}
 	if !allowed {
-		r.RetryAfter = time.Duration(b.ResetAt.UnixMilli()-now) * time.Millisecond
+		r.RetryAfter = time.Duration(b.ResetAt.UnixMilli()-now.UnixMilli()) * time.Millisecond
 	}
-	return r, nil
+	return r
 }
 
 // Inc adds increment (> 0) to key in every tier without a limit check and

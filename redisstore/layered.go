@@ -77,7 +77,6 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (ratedb.
 		return ratedb.Result{}, err
 	}
 	trs := make([]ratedb.TierResult, len(l.tiers))
-	bind := 0
 	for i, t := range l.tiers {
 		st := ts[l.pos[i]]
 		trs[i] = ratedb.TierResult{
@@ -88,29 +87,8 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (ratedb.
 			ResetAt:   time.UnixMilli(st.end),
 			Fits:      st.fits,
 		}
-		if allowed {
-			if trs[i].Remaining < trs[bind].Remaining {
-				bind = i
-			}
-		} else if !trs[i].Fits && (trs[bind].Fits || trs[i].ResetAt.After(trs[bind].ResetAt)) {
-			bind = i
-		}
 	}
-	b := trs[bind]
-	r := ratedb.Result{
-		Allowed:   allowed,
-		Count:     b.Count,
-		Limit:     b.Limit,
-		Remaining: b.Remaining,
-		ResetAt:   b.ResetAt,
-		Scale:     b.Scale,
-		Tier:      bind,
-		Tiers:     trs,
-	}
-	if !allowed {
-		r.RetryAfter = time.Duration(b.ResetAt.UnixMilli()-now) * time.Millisecond
-	}
-	return r, nil
+	return ratedb.LayeredResult(allowed, time.UnixMilli(now), trs), nil
 }
 
 // Inc adds increment (> 0) to key in every tier without a limit check and
