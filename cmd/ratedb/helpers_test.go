@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -64,26 +65,9 @@ type service struct {
 	cmd    *exec.Cmd
 	url    string
 	db     string
-	stderr *syncBuffer
+	stderr *proctest.SyncBuffer
 	done   chan struct{}
 	err    error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 var addrRE = regexp.MustCompile(`msg=listening addr=(\S+)|"msg":"listening","addr":"([^"]+)"`)
@@ -103,7 +87,7 @@ func startNoKeys(t *testing.T, db string, args ...string) *service {
 
 func startEnv(t *testing.T, db string, env []string, args ...string) *service {
 	t.Helper()
-	s := &service{t: t, db: db, stderr: &syncBuffer{}, done: make(chan struct{})}
+	s := &service{t: t, db: db, stderr: &proctest.SyncBuffer{}, done: make(chan struct{})}
 	all := append([]string{"serve", "--http", "127.0.0.1:0", "--db", db}, args...)
 	s.cmd = exec.Command(binary(t), all...)
 	s.cmd.Env = append(os.Environ(), env...)

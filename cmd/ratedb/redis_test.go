@@ -1,69 +1,22 @@
 package main_test
 
 import (
-	"context"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// startRedis runs a throwaway redis-server on a free loopback port and stops
-// it in t.Cleanup. Without redis-server on PATH the test is skipped, or
-// fails when RATEDB_REQUIRE_REDIS=1 (as scripts/test.sh sets).
-func startRedis(t *testing.T) (addr string, kill func()) {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("RATEDB_REQUIRE_REDIS") == "1" {
-			t.Fatal("redis-server is not on PATH and RATEDB_REQUIRE_REDIS=1")
-		}
-		t.Skip("redis-server is not on PATH")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	dir := t.TempDir()
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"))
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	var once sync.Once
-	kill = func() {
-		once.Do(func() {
-			_ = cmd.Process.Kill()
-			<-exited
-		})
-	}
-	t.Cleanup(kill)
-	addr = "127.0.0.1:" + strconv.Itoa(port)
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not answer PING in 10s")
-		}
-		time.Sleep(10 * time.Millisecond) // polling an external process coming up
-	}
-	return addr, kill
-}
-
 func TestRedisSharedCountsAndRules(t *testing.T) {
 	t.Parallel()
-	addr, _ := startRedis(t)
+	addr, _ := proctest.StartRedis(t)
 	url := "redis://" + addr + "/0"
 	args := []string{"--redis", url, "--default-limit", "40", "--default-algorithm", "per_key", "--default-window", "1h",
 		// Exactness, not latency, is under test: a loaded CI machine may
@@ -111,7 +64,7 @@ func TestRedisSharedCountsAndRules(t *testing.T) {
 
 func TestRedisDown(t *testing.T) {
 	t.Parallel()
-	addr, kill := startRedis(t)
+	addr, kill := proctest.StartRedis(t)
 	url := "redis://" + addr + "/0"
 	closed := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", url)
 	open := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", url, "--fail-open")

@@ -2,7 +2,6 @@ package envoye2e_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,13 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -45,29 +44,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// logBuffer collects the process's stderr; safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 const adminKey = "e2e-admin-key-0123456789"
 
 type proc struct {
 	cmd      *exec.Cmd
-	logs     *logBuffer
+	logs     *proctest.SyncBuffer
 	grpcAddr string
 	httpAddr string
 	exited   chan struct{}
@@ -81,7 +62,7 @@ func startProc(t *testing.T, db string, extra ...string) *proc {
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), "RATEDB_API_KEYS=e2e-client-key-0123456789", "RATEDB_ADMIN_KEYS="+adminKey)
 	pr, pw := io.Pipe()
-	p := &proc{cmd: cmd, logs: &logBuffer{}, exited: make(chan struct{})}
+	p := &proc{cmd: cmd, logs: &proctest.SyncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = io.MultiWriter(p.logs, pw)
 	require.NoError(t, cmd.Start())
 	go func() { _ = cmd.Wait(); _ = pw.Close(); close(p.exited) }()
