@@ -44,10 +44,13 @@ ratedb_windows_on_disk 1
 # HELP ratedb_snapshots_total Snapshots that committed changes to the state file.
 # TYPE ratedb_snapshots_total counter
 ratedb_snapshots_total 1
-`), "ratedb_hits_allowed_total", "ratedb_hits_denied_total", "ratedb_windows_on_disk", "ratedb_snapshots_total"))
+# HELP ratedb_snapshot_backlog Window changes not yet written to the state file (bounded by Options.MaxSnapshotBacklog).
+# TYPE ratedb_snapshot_backlog gauge
+ratedb_snapshot_backlog 0
+`), "ratedb_hits_allowed_total", "ratedb_hits_denied_total", "ratedb_windows_on_disk", "ratedb_snapshots_total", "ratedb_snapshot_backlog"))
 	n, err := testutil.GatherAndCount(reg)
 	require.NoError(t, err)
-	assert.Equal(t, 13, n)
+	assert.Equal(t, 15, n)
 }
 
 func ExampleNewCollector() {
