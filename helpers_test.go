@@ -3,43 +3,21 @@ package ratedb_test
 import (
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/internal/limitertest"
 	"github.com/stretchr/testify/require"
 )
 
-// fakeClock is a settable clock for Options.Clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// fakeClock is the settable clock of the shared suite, for Options.Clock.
+type fakeClock = limitertest.Clock
 
 // epoch is a round instant (a multiple of a day since the Unix epoch), so
 // that FixedWindow boundaries in tests are easy to read.
-var epoch = time.UnixMilli(1_767_225_600_000) // 2026-01-01T00:00:00Z
+var epoch = limitertest.Epoch
 
-func newClock() *fakeClock { return &fakeClock{t: epoch} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
+func newClock() *fakeClock { return limitertest.NewClock() }
 
 // testOptions returns options with the background goroutines disabled and the
 // given clock: tests drive Snapshot and Clean themselves.

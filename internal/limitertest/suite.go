@@ -86,6 +86,13 @@ func (c *Clock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
+// Set moves the clock to t (forwards or backwards).
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
 // open opens fresh storage at the clock's time and returns one handle.
 func open(t *testing.T, b Backend, c *Clock) Store {
 	t.Helper()
