@@ -50,15 +50,7 @@ func startNoop() (string, []int, func(), error) {
 		return "", nil, nil, err
 	}
 	cmd := exec.Command(self, "-serve-noop", addr)
-	exited, stop, err := startProcess(cmd)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	if err := waitServing(addr, exited); err != nil {
-		stop()
-		return "", nil, nil, err
-	}
-	return addr, []int{cmd.Process.Pid}, stop, nil
+	return serveOn(cmd, addr)
 }
 
 func startRatedb(o options, tmp, cfgDir string) (string, []int, func(), error) {
@@ -82,15 +74,7 @@ func startRatedb(o options, tmp, cfgDir string) (string, []int, func(), error) {
 	cmd := exec.Command(bin, "serve", "--db", db, "--http", "127.0.0.1:0",
 		"--grpc", addr, "--envoy-config", cfgDir, "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "RATEDB_API_KEYS=bench-key-not-used-0123456789")
-	exited, stop, err := startProcess(cmd)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	if err := waitServing(addr, exited); err != nil {
-		stop()
-		return "", nil, nil, err
-	}
-	return addr, []int{cmd.Process.Pid}, stop, nil
+	return serveOn(cmd, addr)
 }
 
 // startEnvoyRatelimit installs envoyproxy/ratelimit at the pinned version
@@ -213,4 +197,18 @@ func installEnvoyRatelimit(gobin string) error {
 		return fmt.Errorf("installing envoyproxy/ratelimit: %w", err)
 	}
 	return nil
+}
+
+// serveOn starts cmd, a gRPC server that will listen on addr, and waits
+// until it serves; it returns addr, the process's pid and a stop function.
+func serveOn(cmd *exec.Cmd, addr string) (string, []int, func(), error) {
+	exited, stop, err := startProcess(cmd)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if err := waitServing(addr, exited); err != nil {
+		stop()
+		return "", nil, nil, err
+	}
+	return addr, []int{cmd.Process.Pid}, stop, nil
 }
