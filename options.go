@@ -58,8 +58,8 @@ type Options struct {
 	// and memory is about that many windows times the bytes per window,
 	// plus what bbolt copies while a snapshot writes (up to one 4 KiB page
 	// per window of a batch of 131,072) and Go's heap headroom (README,
-	// "Under a flood of new keys"). Calls on windows already in memory never wait, and
-	// a waiting call is slower, never wrong; if the snapshot it runs fails,
+	// "Under a flood of new keys"). Calls on windows already in memory never
+	// wait, and a waiting call is slower, never wrong; if the snapshot it runs fails,
 	// it returns that error and counts nothing. Under a sustained flood,
 	// hits on new keys are served at the rate the file takes new windows,
 	// and one such hit in about every MaxSnapshotBacklog waits for a whole
@@ -79,7 +79,9 @@ type Options struct {
 	// a window never ends more than one scale after now: see the package
 	// documentation for the glitch cases. A reading before
 	// 1970-01-01T00:00:00Z or at or after 10000-01-01T00:00:00Z gives
-	// ErrClockOutOfRange.
+	// ErrClockOutOfRange. The clock is called with the key's lock held, so
+	// that a call's time is never older than a janitor pass it follows: it
+	// must be fast and must not call the DB.
 	Clock func() time.Time
 
 	// OpenTimeout is how long Open waits for another handle's lock on the

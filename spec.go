@@ -201,8 +201,9 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 }
 
 // capEnds caps every window of e to end at most one scale after now (the
-// clock model of the package documentation): on a correct clock no window ends later, so a later end comes
-// from a clock that read ahead when the window opened, or reads behind now.
+// clock model of the package documentation): on a correct clock no window
+// ends later, so a later end comes from a clock that read ahead when the
+// window opened, or reads behind now.
 // The cap is stored, so the window then ends at a fixed instant. e.mu held.
 func (s *spec) capEnds(e *entry, h uint64, now int64) {
 	changed := false
