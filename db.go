@@ -29,7 +29,7 @@ type DB struct {
 	log     *slog.Logger
 
 	shards [numShards]shard
-	fast   []atomic.Pointer[entry] // see fastSlot
+	fast   []fastBucket // see fasttable.go
 	exp    expiryIndex
 
 	// closing is set when Close begins; calls in flight are counted per
@@ -86,7 +86,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		clock:    o.Clock,
 		specs:    make(map[string]*spec),
 		stop:     make(chan struct{}),
-		fast:     make([]atomic.Pointer[entry], fastTableSize(o.MaxHotKeys)),
+		fast:     make([]fastBucket, fastTableSize(o.MaxHotKeys)),
 		memLimit: o.MaxHotKeys + o.MaxSnapshotBacklog,
 	}
 	for i := range db.shards {
@@ -233,16 +233,6 @@ func (sh *shard) quiesced() bool {
 }
 
 func (db *DB) shard(h uint64) *shard { return &db.shards[h%numShards] }
-
-// fastTableSize is the number of fast-table slots for a cache of maxHot
-// windows: a power of two, at least 1024 and at most 1<<22 (8 bytes each).
-func fastTableSize(maxHot int64) int {
-	n := 1024
-	for int64(n) < 2*maxHot && n < 1<<22 {
-		n <<= 1
-	}
-	return n
-}
 
 // markDirty queues e for the next snapshot. e.mu held.
 func (db *DB) markDirty(e *entry, h uint64) {

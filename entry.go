@@ -172,43 +172,6 @@ func (sh *shard) remove(h uint64, e *entry) {
 	}
 }
 
-// The fast table is a two-choice, direct-mapped array of recently used hot
-// entries: a lock-free first look-up, so that a hit on a hot window touches
-// neither a shard lock nor the cache. An entry found there is used only after
-// checking, under its lock, that it is still in memory (not gone), so a stale
-// slot costs a look-up, never a count. The shard map stays the authority.
-
-// fastSlots returns the two candidate slots of hash h.
-func (db *DB) fastSlots(h uint64) (a, b *atomic.Pointer[entry]) {
-	m := uint64(len(db.fast) - 1)
-	return &db.fast[h&m], &db.fast[(h>>32^h>>7)&m]
-}
-
-// fastFind returns the entry for (s, key) if one of h's slots holds it.
-func (db *DB) fastFind(h uint64, s *spec, key string) *entry {
-	a, b := db.fastSlots(h)
-	if e := a.Load(); e != nil && e.s == s && e.key == key {
-		return e
-	}
-	if e := b.Load(); e != nil && e.s == s && e.key == key {
-		return e
-	}
-	return nil
-}
-
-// fastStore puts e in one of h's slots: one that is empty or holds an entry
-// that left memory or the cache, else the first.
-func (db *DB) fastStore(h uint64, e *entry) {
-	a, b := db.fastSlots(h)
-	for _, p := range [2]*atomic.Pointer[entry]{a, b} {
-		if o := p.Load(); o == nil || o == e || !o.hot.Load() {
-			p.Store(e)
-			return
-		}
-	}
-	a.Store(e)
-}
-
 // touch tells the cache about every 16th use of e (e.mu held): the fast
 // table serves hot windows without the cache, whose frequency sketch still
 // needs a sample of their uses to rank them against newcomers.

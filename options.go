@@ -37,8 +37,8 @@ type Options struct {
 	// (in memory-only mode they stay in a plain map). Default 1<<20; at most
 	// MaxHotKeysLimit (1<<26), larger is invalid. A hot window costs about
 	// 400 bytes in all, as measured in the README's Performance section:
-	// about 67 bytes of it allocated by Open up front for every hot key (the
-	// cache's frequency sketch and a lookup table: 67 MB at the default),
+	// about 70 bytes of it allocated by Open up front for every hot key (the
+	// cache's frequency sketch and a lookup table: 70 MB at the default),
 	// the rest (the window, the index and the cache's maps) as windows
 	// arrive.
 	MaxHotKeys int64
@@ -127,11 +127,10 @@ const MaxHotKeysLimit = 1 << 26
 
 // upfrontBytes estimates what Open allocates for a cache of maxHot windows:
 // the cache's frequency sketch and doorkeeper (about 48 bytes per window,
-// measured at the default) and the fast table (8 bytes a slot). It is a
-// float64 so that no value of maxHot overflows it.
+// measured at the default) and the fast table (about 18 bytes a window, see
+// fastTableSize). It is a float64 so that no value of maxHot overflows it.
 func upfrontBytes(maxHot int64) float64 {
-	slots := float64(fastTableSize(min(maxHot, MaxHotKeysLimit)))
-	return 48*float64(maxHot) + 8*slots
+	return 48*float64(maxHot) + fastBytes(fastTableSize(min(maxHot, MaxHotKeysLimit)))
 }
 
 // formatBytes formats n bytes in decimal units.

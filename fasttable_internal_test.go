@@ -1,0 +1,95 @@
+package ratedb
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fastMatch may report a slot whose tag differs, but never misses one whose
+// tag is equal.
+func TestFastMatchNoFalseNegatives(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200_000 {
+		tags := r.Uint64() & 0x00ffffffffffffff
+		tag := r.Uint64() >> 56
+		if r.IntN(2) == 0 { // plant the tag in a few slots
+			for range 1 + r.IntN(3) {
+				i := uint(r.IntN(fastWays))
+				tags = tags&^(0xff<<(8*i)) | tag<<(8*i)
+			}
+		}
+		m := fastMatch(tags, tag)
+		for i := range uint(fastWays) {
+			if (tags>>(8*i))&0xff == tag {
+				require.NotZero(t, m&(0x80<<(8*i)), "tags %#x tag %#x slot %d", tags, tag, i)
+			}
+		}
+		assert.Zero(t, m&^0x0080808080808080, "only the fastWays slots' top bits")
+	}
+}
+
+func TestFastTableSize(t *testing.T) {
+	assert.Equal(t, 64, fastTableSize(1))
+	assert.Equal(t, 299_594, fastTableSize(1<<20)) // about two slots a window
+	assert.Equal(t, 1<<19, fastTableSize(MaxHotKeysLimit))
+}
+
+// Entries stored in the fast table are found again by their own spec and
+// key only, also when every entry shares one bucket and one tag; a bucket
+// that overflows loses entries (they take the shard map), never mixes them
+// up.
+func TestFastTableFindsOnlyItsOwn(t *testing.T) {
+	db, err := Open("", &Options{MaxHotKeys: 64})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	s, err := db.specFor(FixedWindow, []int64{60_000}, false)
+	require.NoError(t, err)
+	other, err := db.specFor(FixedWindow, []int64{1_000}, false)
+	require.NoError(t, err)
+
+	const h = 0xab_0000_0000_0000_07 // one hash for every key: one bucket, one tag
+	var es []*entry
+	for i := range fastWays + 3 {
+		e := s.newEntry(fmt.Sprint("k", i), []counter{{}})
+		e.hot.Store(true)
+		db.fastStore(h, e)
+		es = append(es, e)
+	}
+	found := 0
+	for i, e := range es {
+		got := db.fastFind(h, s, e.key)
+		if got != nil {
+			require.Same(t, e, got, "key %d", i)
+			found++
+		}
+		assert.Nil(t, db.fastFind(h, other, e.key), "another spec's key")
+	}
+	assert.Equal(t, fastWays, found, "a full bucket holds fastWays entries")
+	assert.Nil(t, db.fastFind(h, s, "absent"))
+	// A new entry in a full bucket replaces one that left the cache.
+	es[len(es)-1].hot.Store(false)
+	for _, e := range es {
+		if db.fastFind(h, s, e.key) == e {
+			e.hot.Store(false)
+			break
+		}
+	}
+	n := s.newEntry("new", []counter{{}})
+	n.hot.Store(true)
+	db.fastStore(h, n)
+	assert.Same(t, n, db.fastFind(h, s, "new"))
+	// Storing an entry again keeps one slot for it.
+	db.fastStore(h, n)
+	b, _ := db.fastBucketOf(h)
+	held := 0
+	for i := range fastWays {
+		if b.slots[i].Load() == n {
+			held++
+		}
+	}
+	assert.Equal(t, 1, held)
+}
