@@ -117,6 +117,13 @@ func Open(path string, opts *Options) (*DB, error) {
 		IgnoreInternalCost: true,
 		OnEvict:            func(it *ristretto.Item[*entry]) { db.spill(it.Value) },
 		OnReject:           func(it *ristretto.Item[*entry]) { db.spill(it.Value) },
+		// A Set never replaces, in place, another entry of the same hash:
+		// that entry left memory (a key has one entry at a time), and the
+		// Del that uncache queued for it, still on its way through the
+		// cache's buffer, would then delete the new entry from the cache
+		// without calling spill, stranding it hot outside the cache. Such
+		// a Set is queued behind that Del instead.
+		ShouldUpdate: func(cur, prev *entry) bool { return cur == prev },
 	})
 	if err != nil {
 		close(db.stop)
