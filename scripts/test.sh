@@ -46,6 +46,8 @@ echo "== fuzz (short)"
 # e.g. FUZZTIME=10m for a long local run.
 fuzz() { go test -run '^$' -fuzz "^$1\$" -fuzztime "${FUZZTIME:-$3}" "$2"; }
 fuzz FuzzDecode ./internal/record 150000x
+# packed file format (issue 11)
+fuzz FuzzDecodeBlock ./internal/record 60000x
 fuzz FuzzWindowArithmetic . 100000x
 fuzz FuzzCompareRecs . 100000x
 fuzz FuzzCheckPage . 8000x
