@@ -49,7 +49,6 @@ fuzz FuzzDecode ./internal/record 150000x
 # packed file format (issue 11)
 fuzz FuzzDecodeBlock ./internal/record 60000x
 fuzz FuzzWindowArithmetic . 100000x
-fuzz FuzzCompareRecs . 100000x
 fuzz FuzzCheckPage . 8000x
 fuzz FuzzClientIP ./httplimit 20000x
 fuzz FuzzKeysUnambiguous ./httplimit 60000x

@@ -219,6 +219,20 @@ func BlockHeader(blockKey, v []byte) (n int, minEnd int64, err error) {
 	return len(b.Windows), b.MinEnd, nil
 }
 
+// ClaimedWindows returns the number of windows the header of v claims,
+// without checking anything else: for the accounting of a damaged block.
+// It returns 0 if v has no readable header.
+func ClaimedWindows(v []byte) int {
+	if len(v) < 2 {
+		return 0
+	}
+	n, k := binary.Uvarint(v[1:])
+	if k <= 0 || n > uint64(len(v)) {
+		return 0
+	}
+	return int(n)
+}
+
 // FindInBlock checks the block v, stored under blockKey, and decodes the
 // counters of the window whose record key is key into dst[:0]. found is
 // false if the block holds no such window. It does not allocate unless dst
