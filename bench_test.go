@@ -2,6 +2,7 @@ package ratedb_test
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -93,7 +94,8 @@ func BenchmarkWindow_Hit(b *testing.B) {
 // 15-byte keys that are already in the file (updates, the steady state of a
 // busy limiter), and the first snapshot of n new windows (inserts). Hitting
 // the windows between snapshots is not timed. allocs/op are per snapshot:
-// divide by n for per-window allocations.
+// divide by n for per-window allocations. file-B/window is the file's size
+// after the updates divided by n.
 func BenchmarkDB_Snapshot(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		keys := make([]string, n)
@@ -107,8 +109,19 @@ func BenchmarkDB_Snapshot(b *testing.B) {
 				}
 			}
 		}
+		var path string
 		open := func(b *testing.B) (*ratedb.DB, *ratedb.Window) {
-			return benchDB(b, tempPath(b), &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: int64(2 * n)})
+			path = tempPath(b)
+			return benchDB(b, path, &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: int64(2 * n)})
+		}
+		// fileBytes reports the file's size per window (its free pages
+		// and bbolt's growth slack included).
+		fileBytes := func(b *testing.B) {
+			fi, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(fi.Size())/float64(n), "file-B/window")
 		}
 		snap := func(b *testing.B, db *ratedb.DB) {
 			if err := db.Snapshot(); err != nil {
@@ -130,6 +143,7 @@ func BenchmarkDB_Snapshot(b *testing.B) {
 				snap(b, db)
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "windows/s")
+			fileBytes(b)
 		})
 		b.Run(fmt.Sprintf("insert_%d", n), func(b *testing.B) {
 			b.ReportAllocs()
