@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/ratedb/ratedb/internal/record"
@@ -105,6 +106,52 @@ func compareChanges(a, b *change) int {
 		return cmp.Compare(a.h, b.h)
 	}
 	return bytes.Compare(a.key, b.key)
+}
+
+// radixBits is the number of top bits of h by which sortChanges buckets a
+// large set of changes before sorting each bucket.
+const radixBits = 16
+
+// sortChanges sorts changes by compareChanges. A large set is first
+// bucketed in place by the top radixBits bits of h (an American flag sort):
+// h is a keyed hash, so the buckets are small and even, and the sort costs
+// about two passes instead of pdqsort's log n.
+func sortChanges(changes []change) {
+	byOrder := func(a, b change) int { return compareChanges(&a, &b) }
+	if len(changes) < 1<<radixBits {
+		slices.SortFunc(changes, byOrder)
+		return
+	}
+	const shift = 64 - radixBits
+	start := make([]int, 1<<radixBits+1) // bucket b is changes[start[b]:start[b+1]]
+	for i := range changes {
+		start[changes[i].h>>shift+1]++
+	}
+	for b := 1; b < len(start); b++ {
+		start[b] += start[b-1]
+	}
+	next := slices.Clone(start[:1<<radixBits]) // the first slot of bucket b not yet settled
+	for b := range next {
+		end := start[b+1]
+		for next[b] < end {
+			i := next[b]
+			d := int(changes[i].h >> shift)
+			if d == b {
+				next[b]++
+				continue
+			}
+			// changes[i] belongs in bucket d: swap it into d's next slot
+			// and look at what came back.
+			j := next[d]
+			next[d]++
+			changes[i], changes[j] = changes[j], changes[i]
+		}
+	}
+	for b := range 1 << radixBits {
+		if s := changes[start[b]:start[b+1]]; len(s) > 1 {
+			slices.SortFunc(s, byOrder)
+		}
+	}
 }
 
 // blockWriter merges sorted changes into the blocks of one write

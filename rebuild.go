@@ -245,7 +245,7 @@ func salvage(recs []change, cs []counter, secret siphash.Key) []change {
 		r.h = layout.Hash(secret, r.key)
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b change) int { return compareChanges(&a, &b) })
+	sortChanges(out)
 	return out
 }
 
