@@ -1,10 +1,20 @@
 package ratedb
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb/internal/layout"
+	"github.com/ratedb/ratedb/internal/record"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
 )
 
 // sortChanges orders as compareChanges does, at every size and with hashes
@@ -36,4 +46,107 @@ func TestSortChanges(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With blocks of a few windows, random increments and resets across many
+// snapshots split blocks, empty and delete them, and move windows into the
+// first block: after every snapshot the file verifies and holds exactly the
+// live windows; after a reopen every count reads back; once they expire,
+// one janitor pass removes every one.
+func TestBlocksSplitAndEmpty(t *testing.T) {
+	defer func(n int) { maxBlockBytes = n }(maxBlockBytes)
+	maxBlockBytes = 160 // about six windows
+	ctx := context.Background()
+	now := time.UnixMilli(1_767_225_600_000)
+	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 64}
+	path := filepath.Join(t.TempDir(), "rate.db")
+	db, err := Open(path, opts)
+	require.NoError(t, err)
+	w, err := db.Window(FixedWindow, time.Hour)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(3, 4))
+	model := map[string]int64{}
+	const keys = 1500
+	firstKeys := map[uint64]bool{}
+	for round := range 40 {
+		for range 300 {
+			k := fmt.Sprint("key-", rng.IntN(keys))
+			if rng.IntN(10) < 3 {
+				require.NoError(t, w.Reset(ctx, k))
+				delete(model, k)
+				continue
+			}
+			n := int64(1 + rng.IntN(3))
+			_, err := w.Inc(ctx, k, n)
+			require.NoError(t, err)
+			model[k] += n
+		}
+		require.NoError(t, db.Snapshot(), "round %d", round)
+		require.NoError(t, db.Verify(), "round %d", round)
+		require.Equal(t, int64(len(model)), db.Stats().WindowsOnDisk, "round %d", round)
+		db.snapMu.Lock()
+		var sum int64
+		first := uint64(math.MaxUint64)
+		for k, bi := range db.blocks {
+			sum += bi.n
+			first = min(first, k)
+		}
+		db.snapMu.Unlock()
+		require.Equal(t, int64(len(model)), sum, "round %d: the block index", round)
+		firstKeys[first] = true
+		if round%10 != 5 {
+			continue
+		}
+		// Empty the first block: the next one becomes first; its windows,
+		// hit again, go back into a first block.
+		var inFirst []string
+		require.NoError(t, db.view(func(tx *bolt.Tx) error {
+			k, v := tx.Bucket(layout.BucketBlocks).Cursor().First()
+			var b record.Block
+			require.NoError(t, record.DecodeBlock(&b, k, v))
+			for _, w := range b.Windows {
+				inFirst = append(inFirst, string(w.Key[9:]))
+			}
+			return nil
+		}))
+		for _, k := range inFirst {
+			require.NoError(t, w.Reset(ctx, k))
+			delete(model, k)
+		}
+		require.NoError(t, db.Snapshot())
+		require.NoError(t, db.Verify())
+		require.NoError(t, db.view(func(tx *bolt.Tx) error {
+			k, _ := tx.Bucket(layout.BucketBlocks).Cursor().First()
+			assert.NotEqual(t, uint64(0), layout.KeyH(k), "the emptied first block is gone")
+			firstKeys[layout.KeyH(k)] = true
+			return nil
+		}))
+		for _, k := range inFirst {
+			_, err := w.Inc(ctx, k, 1)
+			require.NoError(t, err)
+			model[k]++
+		}
+	}
+	require.NoError(t, db.Close())
+	assert.Greater(t, len(firstKeys), 2, "the first block changed")
+	assert.True(t, firstKeys[0], "windows moved back into a first block under key 0")
+
+	db, err = Open(path, opts)
+	require.NoError(t, err)
+	defer db.Close()
+	w, err = db.Window(FixedWindow, time.Hour)
+	require.NoError(t, err)
+	for i := range keys {
+		k := fmt.Sprint("key-", i)
+		got, err := w.Get(ctx, k)
+		require.NoError(t, err)
+		require.Equal(t, model[k], got, k)
+	}
+	require.NoError(t, db.Snapshot()) // waits for the audit's block index
+	now = now.Add(2 * time.Hour)
+	removed, err := db.Clean()
+	require.NoError(t, err)
+	assert.Equal(t, len(model), removed)
+	assert.Zero(t, db.Stats().WindowsOnDisk)
+	require.NoError(t, db.Verify())
 }
