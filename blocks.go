@@ -84,40 +84,75 @@ func putCount(tx *bolt.Tx, n int64) error {
 	return mb.Put(layout.KeyCount, record.EncodeInt64(n))
 }
 
-// change is one window to write: its record key and hash, and its counters
-// (cn of them at coff of the batch's counter array), cn == 0 to delete it.
-// It is kept small (48 bytes): a snapshot sorts a million of them.
+// change is one window to write: its hash, its record key (klen bytes at
+// koff of its changeSet's keys) and its counters (cn of them at coff of its
+// changeSet's counters), cn == 0 to delete the window. It is kept small (32
+// bytes) and holds no pointer but its entry: a snapshot sorts a million of
+// them, and the garbage collector scans them.
 type change struct {
 	e       *entry // the entry it was copied from (snapshots only)
-	key     []byte // record key, in a slab
-	h       uint64 // layout.Hash of key
-	coff    int32
-	cn      int8
+	h       uint64 // layout.Hash of the record key
+	koff    int
+	coff    uint32
+	klen    uint16
+	cn      uint8
 	lowered bool // the entry's lowered bit, cleared by the copy: restored if the write fails
 }
 
 // tombstone reports whether the change deletes the window.
 func (c *change) tombstone() bool { return c.cn == 0 }
 
-// compareChanges orders changes as the file orders windows: by hash, then
-// record key.
-func compareChanges(a, b *change) int {
+// changeSet is the changes of one write, with the record keys and counters
+// they point into.
+type changeSet struct {
+	changes []change
+	keys    []byte
+	cs      []counter
+}
+
+// add appends a change of the record key prefix+key (hashed under secret)
+// with counters cs (none: delete the window) and returns it.
+func (s *changeSet) add(secret siphash.Key, prefix []byte, key string, cs []counter) *change {
+	c := change{koff: len(s.keys), coff: uint32(len(s.cs)), klen: uint16(len(prefix) + len(key)), cn: uint8(len(cs))}
+	s.keys = append(append(s.keys, prefix...), key...)
+	c.h = layout.Hash(secret, s.key(&c))
+	s.cs = append(s.cs, cs...)
+	s.changes = append(s.changes, c)
+	return &s.changes[len(s.changes)-1]
+}
+
+// key returns c's record key.
+func (s *changeSet) key(c *change) []byte {
+	end := c.koff + int(c.klen)
+	return s.keys[c.koff:end:end]
+}
+
+// counters returns c's counters.
+func (s *changeSet) counters(c *change) []counter {
+	end := c.coff + uint32(c.cn)
+	return s.cs[c.coff:end:end]
+}
+
+// compare orders changes as the file orders windows: by hash, then record
+// key.
+func (s *changeSet) compare(a, b *change) int {
 	if a.h != b.h {
 		return cmp.Compare(a.h, b.h)
 	}
-	return bytes.Compare(a.key, b.key)
+	return bytes.Compare(s.key(a), s.key(b))
 }
 
 // radixBits is the number of top bits of h by which sortChanges buckets a
 // large set of changes before sorting each bucket.
 const radixBits = 16
 
-// sortChanges sorts changes by compareChanges. A large set is first
-// bucketed in place by the top radixBits bits of h (an American flag sort):
-// h is a keyed hash, so the buckets are small and even, and the sort costs
-// about two passes instead of pdqsort's log n.
-func sortChanges(changes []change) {
-	byOrder := func(a, b change) int { return compareChanges(&a, &b) }
+// sort sorts s.changes by s.compare. A large set is first bucketed in place
+// by the top radixBits bits of h (an American flag sort): h is a keyed hash,
+// so the buckets are small and even, and the sort costs about two passes
+// instead of pdqsort's log n.
+func (s *changeSet) sort() {
+	changes := s.changes
+	byOrder := func(a, b change) int { return s.compare(&a, &b) }
 	if len(changes) < 1<<radixBits {
 		slices.SortFunc(changes, byOrder)
 		return
@@ -148,8 +183,8 @@ func sortChanges(changes []change) {
 		}
 	}
 	for b := range 1 << radixBits {
-		if s := changes[start[b]:start[b+1]]; len(s) > 1 {
-			slices.SortFunc(s, byOrder)
+		if bucket := changes[start[b]:start[b+1]]; len(bucket) > 1 {
+			slices.SortFunc(bucket, byOrder)
 		}
 	}
 }
@@ -163,10 +198,6 @@ type blockWriter struct {
 	secret siphash.Key
 	x      blockIndex // the committed index, for the size of a damaged block
 	sl     *slab
-
-	// keepOld, if set, decides between a window already in the file and a
-	// change of the same key (true keeps the file's); nil: the change wins.
-	keepOld func(old, new []counter) bool
 
 	edits   []blockEdit
 	delta   int64 // windows added minus windows removed
@@ -189,9 +220,9 @@ func newBlockWriter(tx *bolt.Tx, secret siphash.Key, x blockIndex, sl *slab) (*b
 	return &blockWriter{bb: bb, secret: secret, x: x, sl: sl}, nil
 }
 
-// write merges changes, sorted by compareChanges, with counters cs, into
+// write merges changes, a run of set.changes sorted by set.compare, into
 // the blocks they fall in.
-func (w *blockWriter) write(changes []change, cs []counter) error {
+func (w *blockWriter) write(set *changeSet, changes []change) error {
 	c := w.bb.Cursor()
 	for i := 0; i < len(changes); {
 		// Seek from the root for each block: the Puts of the last one
@@ -214,7 +245,7 @@ func (w *blockWriter) write(changes []change, cs []counter) error {
 				}
 			}
 		}
-		if err := w.merge(key, k, v, changes[i:j], cs); err != nil {
+		if err := w.merge(key, k, v, set, changes[i:j]); err != nil {
 			return err
 		}
 		i = j
@@ -224,7 +255,7 @@ func (w *blockWriter) write(changes []change, cs []counter) error {
 
 // merge writes the block of key, whose current bbolt key and value are
 // oldKey and v (nil: no block yet), merged with changes.
-func (w *blockWriter) merge(key uint64, oldKey, v []byte, changes []change, cs []counter) error {
+func (w *blockWriter) merge(key uint64, oldKey, v []byte, set *changeSet, changes []change) error {
 	old := &w.old
 	old.Windows = old.Windows[:0]
 	var oldN int64
@@ -253,7 +284,7 @@ func (w *blockWriter) merge(key uint64, oldKey, v []byte, changes []change, cs [
 		default:
 			d = cmp.Compare(w.oldH[a], changes[b].h)
 			if d == 0 {
-				d = bytes.Compare(old.Windows[a].Key, changes[b].key)
+				d = bytes.Compare(old.Windows[a].Key, set.key(&changes[b]))
 			}
 		}
 		if d < 0 {
@@ -264,19 +295,14 @@ func (w *blockWriter) merge(key uint64, oldKey, v []byte, changes []change, cs [
 		ch := &changes[b]
 		b++
 		if d == 0 {
-			ow := old.Windows[a]
 			a++
 			if ch.tombstone() {
-				continue
-			}
-			if w.keepOld != nil && w.keepOld(ow.Counters, cs[ch.coff:int(ch.coff)+int(ch.cn)]) {
-				merged, mh = append(merged, ow), append(mh, ch.h)
 				continue
 			}
 		} else if ch.tombstone() {
 			continue
 		}
-		merged = append(merged, record.BlockWindow{Key: ch.key, Counters: cs[ch.coff : int(ch.coff)+int(ch.cn)]})
+		merged = append(merged, record.BlockWindow{Key: set.key(ch), Counters: set.counters(ch)})
 		mh = append(mh, ch.h)
 	}
 	w.merged, w.mh = merged, mh

@@ -12,13 +12,14 @@ import (
 
 	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/ratedb/ratedb/internal/record"
+	"github.com/ratedb/ratedb/internal/siphash"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 )
 
-// sortChanges orders as compareChanges does, at every size and with hashes
-// that share their top bits or are equal.
+// changeSet.sort orders as changeSet.compare does, at every size and with
+// hashes that share their top bits or are equal.
 func TestSortChanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range []struct {
@@ -32,16 +33,17 @@ func TestSortChanges(t *testing.T) {
 		{"equal hashes", 100_000, func(i int) uint64 { return uint64(i%7) << 60 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := make([]change, tc.n)
-			for i := range cs {
-				cs[i] = change{h: tc.h(i), key: fmt.Appendf(nil, "k%d", rng.IntN(tc.n))}
+			var set changeSet
+			for i := range tc.n {
+				set.add(siphash.Key{}, nil, fmt.Sprint("k", rng.IntN(tc.n)), nil).h = tc.h(i)
 			}
-			want := slices.Clone(cs)
-			slices.SortStableFunc(want, func(a, b change) int { return compareChanges(&a, &b) })
-			sortChanges(cs)
-			for i := range cs {
-				if compareChanges(&cs[i], &want[i]) != 0 {
-					t.Fatalf("position %d: h %x key %q, want h %x key %q", i, cs[i].h, cs[i].key, want[i].h, want[i].key)
+			want := slices.Clone(set.changes)
+			slices.SortStableFunc(want, func(a, b change) int { return set.compare(&a, &b) })
+			set.sort()
+			for i := range want {
+				a, b := &set.changes[i], &want[i]
+				if set.compare(a, b) != 0 {
+					t.Fatalf("position %d: h %x key %q, want h %x key %q", i, a.h, set.key(a), b.h, set.key(b))
 				}
 			}
 		})

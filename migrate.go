@@ -29,9 +29,7 @@ func (db *DB) migrateV1() error {
 	err := db.update(func(tx *bolt.Tx) error {
 		windows, damaged = 0, 0
 		var (
-			keys    slab
-			recs    []change
-			cs      []counter
+			set     changeSet
 			legacy  []bool
 			moved   [record.MaxTiers]counter
 			secret  = layout.NewSecret()
@@ -49,11 +47,8 @@ func (db *DB) migrateV1() error {
 					}
 					wcs, old = moved[:len(wcs)], true
 				}
-				kb := keys.alloc(len(nk))
-				copy(kb, nk)
-				recs = append(recs, change{key: kb, h: layout.Hash(hashKey, kb), coff: int32(len(cs)), cn: int8(len(wcs))})
+				set.add(hashKey, nk, "", wcs)
 				legacy = append(legacy, old)
-				cs = append(cs, wcs...)
 				return nil
 			},
 			Damaged: func(error) error { damaged++; return nil },
@@ -62,19 +57,20 @@ func (db *DB) migrateV1() error {
 			return err
 		}
 		// A legacy record whose sorted key also has a record gives way.
+		recs := set.changes
 		idx := make([]int, len(recs))
 		for i := range idx {
 			idx[i] = i
 		}
 		slices.SortStableFunc(idx, func(a, b int) int {
-			if c := compareChanges(&recs[a], &recs[b]); c != 0 {
+			if c := set.compare(&recs[a], &recs[b]); c != 0 {
 				return c
 			}
 			return cmpBool(legacy[a], legacy[b])
 		})
 		sorted := make([]change, 0, len(recs))
 		for _, i := range idx {
-			if n := len(sorted); n > 0 && compareChanges(&sorted[n-1], &recs[i]) == 0 {
+			if n := len(sorted); n > 0 && set.compare(&sorted[n-1], &recs[i]) == 0 {
 				continue
 			}
 			sorted = append(sorted, recs[i])
@@ -103,7 +99,7 @@ func (db *DB) migrateV1() error {
 		if err != nil {
 			return err
 		}
-		if err := w.write(sorted, cs); err != nil {
+		if err := w.write(&set, sorted); err != nil {
 			return err
 		}
 		if err := putCount(tx, w.delta); err != nil {

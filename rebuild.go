@@ -119,12 +119,18 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 	// Every window of every block that passes its checksum, wherever the
 	// walk finds it; a damaged block is counted and its windows are lost.
 	var (
-		keys slab
-		recs []change
-		cs   []counter
-		bad  int64
-		blk  record.Block
+		set changeSet
+		bad int64
+		blk record.Block
 	)
+	var secret siphash.Key
+	if err := nb.View(func(tx *bolt.Tx) error {
+		var err error
+		secret, err = layout.Secret(tx.Bucket(layout.BucketMeta))
+		return err
+	}); err != nil {
+		return err
+	}
 	a := newPageAudit(f, m)
 	a.leaf = func(bucket string, k, v []byte) {
 		if bucket != string(layout.BucketBlocks) {
@@ -135,25 +141,15 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 			return
 		}
 		for _, w := range blk.Windows {
-			kb := keys.alloc(len(w.Key))
-			copy(kb, w.Key)
-			recs = append(recs, change{key: kb, coff: int32(len(cs)), cn: int8(len(w.Counters))})
-			cs = append(cs, w.Counters...)
+			set.add(secret, w.Key, "", w.Counters)
 		}
 	}
 	a.run(m.root)
 	if a.err != nil {
 		return a.err
 	}
-	var secret siphash.Key
-	if err := nb.View(func(tx *bolt.Tx) error {
-		var err error
-		secret, err = layout.Secret(tx.Bucket(layout.BucketMeta))
-		return err
-	}); err != nil {
-		return err
-	}
-	recs = salvage(recs, cs, secret)
+	salvage(&set)
+	recs := set.changes
 	blocks := make(blockIndex)
 	var kept int64
 	for len(recs) > 0 {
@@ -168,7 +164,7 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 			if w, err = newBlockWriter(tx, secret, blocks, &sl); err != nil {
 				return err
 			}
-			if err := w.write(batch, cs); err != nil {
+			if err := w.write(&set, batch); err != nil {
 				return err
 			}
 			return putCount(tx, kept+w.delta)
@@ -219,34 +215,30 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 // returns fails the rebuild.
 var testRebuildHook func() error
 
-// salvage keeps one window of each record key among recs (counters in
-// cs): damage can leave two copies of one key (a stale copy reached through
-// a damaged branch), and the one that allows less wins: the later window
-// end, then the larger count. It returns them hashed under secret, in the
-// file's order.
-func salvage(recs []change, cs []counter, secret siphash.Key) []change {
-	counters := func(r *change) []counter { return cs[r.coff : int(r.coff)+int(r.cn)] }
-	slices.SortFunc(recs, func(a, b change) int {
-		if c := bytes.Compare(a.key, b.key); c != 0 {
+// salvage keeps one window of each record key in set: damage can leave
+// two copies of one key (a stale copy reached through a damaged branch), and
+// the one that allows less wins: the later window end, then the larger
+// count. It leaves them in the file's order.
+func salvage(set *changeSet) {
+	slices.SortFunc(set.changes, func(a, b change) int {
+		if c := bytes.Compare(set.key(&a), set.key(&b)); c != 0 {
 			return c
 		}
-		ac, bc := counters(&a), counters(&b)
+		ac, bc := set.counters(&a), set.counters(&b)
 		if c := cmp.Compare(record.MaxEnd(bc), record.MaxEnd(ac)); c != 0 {
 			return c
 		}
 		return cmp.Compare(total(bc), total(ac))
 	})
-	out := recs[:0]
-	for i := range recs {
-		if n := len(out); n > 0 && bytes.Equal(out[n-1].key, recs[i].key) {
+	out := set.changes[:0]
+	for i := range set.changes {
+		if n := len(out); n > 0 && bytes.Equal(set.key(&out[n-1]), set.key(&set.changes[i])) {
 			continue
 		}
-		r := recs[i]
-		r.h = layout.Hash(secret, r.key)
-		out = append(out, r)
+		out = append(out, set.changes[i])
 	}
-	sortChanges(out)
-	return out
+	set.changes = out
+	set.sort()
 }
 
 func total(cs []counter) int64 {

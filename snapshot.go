@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/ratedb/ratedb/internal/layout"
+	"github.com/ratedb/ratedb/internal/record"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -82,11 +82,8 @@ func (db *DB) snapshotLocked() (int64, error) {
 	// its outcome.
 	defer db.progress.signal()
 
-	var (
-		lists [numShards][]*entry
-		n     int
-		keys  slab // record keys: they live until their batch commits
-	)
+	var lists [numShards][]*entry
+	n := 0
 	for i := range db.shards {
 		sh := &db.shards[i]
 		sh.dmu.Lock()
@@ -98,8 +95,8 @@ func (db *DB) snapshotLocked() (int64, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	recs := make([]change, 0, n)
-	cs := make([]counter, 0, n)
+	set := &changeSet{changes: make([]change, 0, n), keys: make([]byte, 0, 32*n), cs: make([]counter, 0, n)}
+	var buf [record.MaxTiers]counter
 	secret := db.secret
 	for _, list := range lists {
 		for i, e := range list {
@@ -112,26 +109,24 @@ func (db *DB) snapshotLocked() (int64, error) {
 				e.inflight = true
 				lowered := e.lowered()
 				e.setLowered(false) // the copy carries the lowered ends
-				s := e.s
-				k := keys.alloc(len(s.prefix) + len(e.key))
-				copy(k[copy(k, s.prefix):], e.key)
-				r := change{e: e, key: k, h: layout.Hash(secret, k), coff: int32(len(cs)), lowered: lowered}
+				var cs []counter
 				if !e.tombstone() {
-					cs = e.counters(cs)
-					r.cn = int8(len(cs) - int(r.coff))
+					cs = e.counters(buf[:0])
 				}
-				recs = append(recs, r)
+				c := set.add(secret, e.s.prefix, e.key, cs)
+				c.e, c.lowered = e, lowered
 			}
 			e.mu.Unlock()
 		}
 	}
 	// The queued entries are now either records of this snapshot (still
 	// in the backlog until their batch commits) or skipped.
+	recs := set.changes
 	db.stats.backlog.Add(int64(len(recs) - n))
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	sortChanges(recs)
+	set.sort()
 
 	// Write in batches of sorted records, each its own transaction, so that
 	// a large backlog does not build one huge transaction in memory; entries
@@ -141,7 +136,7 @@ func (db *DB) snapshotLocked() (int64, error) {
 	var written, bytesWritten int64
 	for len(recs) > 0 {
 		batch := recs[:min(len(recs), snapshotBatch)]
-		n, err := db.writeBatch(batch, cs)
+		n, err := db.writeBatch(set, batch)
 		if err != nil {
 			// Every record not yet committed leaves the backlog and its
 			// entry, if still in memory and clean, joins it again.
@@ -221,10 +216,10 @@ var snapshotBatch = 1 << 17
 // an error it returns fails the batch.
 var testBatchHook func() error
 
-// writeBatch writes recs, sorted by compareChanges, with their counters
-// cs, in one transaction, and returns how many bytes of blocks it wrote. It
-// keeps the block index and the window count in step.
-func (db *DB) writeBatch(recs []change, cs []counter) (written int64, err error) {
+// writeBatch writes recs, a run of set.changes sorted by set.compare, in one
+// transaction, and returns how many bytes of blocks it wrote. It keeps the
+// block index and the window count in step.
+func (db *DB) writeBatch(set *changeSet, recs []change) (written int64, err error) {
 	var (
 		sl slab
 		w  *blockWriter
@@ -240,7 +235,7 @@ func (db *DB) writeBatch(recs []change, cs []counter) (written int64, err error)
 		if w, err = newBlockWriter(tx, db.secret, db.blocks, &sl); err != nil {
 			return err
 		}
-		if err := w.write(recs, cs); err != nil {
+		if err := w.write(set, recs); err != nil {
 			return err
 		}
 		return putCount(tx, db.stats.diskWindows.Load()+w.delta)
