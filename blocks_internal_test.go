@@ -1,6 +1,7 @@
 package ratedb
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -151,4 +152,51 @@ func TestBlocksSplitAndEmpty(t *testing.T) {
 	assert.Equal(t, len(model), removed)
 	assert.Zero(t, db.Stats().WindowsOnDisk)
 	require.NoError(t, db.Verify())
+}
+
+// A damaged file can hold a block key of another length than 8 bytes that
+// reads as the same h as its neighbour: a snapshot that updates the first
+// window of that neighbour must still finish (and count the damage), not
+// loop on a block range that holds nothing.
+func TestSnapshotPastAKeyOfAnotherLength(t *testing.T) {
+	ctx := context.Background()
+	now := time.UnixMilli(1_767_225_600_000)
+	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1}
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 500)
+	// The second block's key is the h of its first window.
+	var key []byte
+	var first string
+	bdb, err := bolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, bdb.Update(func(tx *bolt.Tx) error {
+		bb := tx.Bucket(layout.BucketBlocks)
+		c := bb.Cursor()
+		c.First()
+		k, v := c.Next()
+		require.NotNil(t, k)
+		var b record.Block
+		require.NoError(t, record.DecodeBlock(&b, k, v))
+		key, first = bytes.Clone(k), string(b.Windows[0].Key[9:])
+		return bb.Put(append(bytes.Clone(k), 0), []byte("not a block"))
+	}))
+	require.NoError(t, bdb.Close())
+
+	db, err := Open(path, opts)
+	require.NoError(t, err)
+	defer db.Close()
+	w, err := db.Window(FixedWindow, time.Hour)
+	require.NoError(t, err)
+	before, err := w.Get(ctx, first)
+	require.NoError(t, err)
+	require.Positive(t, before)
+	got, err := w.Inc(ctx, first, 1)
+	require.NoError(t, err)
+	require.Equal(t, before+1, got)
+	require.NoError(t, db.Snapshot())
+	assert.Error(t, db.Verify(), "the key of 9 bytes is reported")
+	require.NoError(t, db.view(func(tx *bolt.Tx) error {
+		assert.NotNil(t, tx.Bucket(layout.BucketBlocks).Get(key))
+		return nil
+	}))
 }
