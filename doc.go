@@ -33,7 +33,7 @@
 // a crash a key can therefore be allowed up to limit plus the hits lost in
 // that window.
 //
-// File: windows are packed into blocks of about 60, ordered by a keyed hash
+// File: windows are packed into blocks of about 30, ordered by a keyed hash
 // of their keys (format ratedb/2; a file of format ratedb/1 is migrated by
 // Open in one transaction). A snapshot rewrites the blocks its changed
 // windows fall in. The crash bound above holds as it did with one record per
