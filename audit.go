@@ -17,13 +17,13 @@ import (
 //
 // bbolt checksums only its meta pages. A flipped bit in an element's size
 // makes bbolt read a key or value gigabytes long out of its map: reads of it
-// fault or return garbage (record checksums catch that), but the first commit
+// fault or return garbage (block checksums catch that), but the first commit
 // that rewrites the page copies it, allocating gigabytes, and can take the
 // process down. The audit finds such pages before anything is written (see
-// DB.auditFile) and rebuild copies every sound record into a fresh file.
+// DB.auditFile) and rebuild copies every sound block into a fresh file.
 //
 // Damage is counted per page; a damaged page's elements that lie inside its
-// bytes are still walked and reported, since records carry checksums.
+// bytes are still walked and reported, since blocks carry checksums.
 type pageAudit struct {
 	r    io.ReaderAt
 	ps   int64  // page size

@@ -2,10 +2,13 @@ package ratedb_test
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/internal/layout"
+	bolt "go.etcd.io/bbolt"
 )
 
 func benchWindow(b *testing.B, path string, opts *ratedb.Options) *ratedb.Window {
@@ -93,7 +96,12 @@ func BenchmarkWindow_Hit(b *testing.B) {
 // 15-byte keys that are already in the file (updates, the steady state of a
 // busy limiter), and the first snapshot of n new windows (inserts). Hitting
 // the windows between snapshots is not timed. allocs/op are per snapshot:
-// divide by n for per-window allocations.
+// divide by n for per-window allocations. cpu-ns/window is the process's
+// CPU time (user and system, every goroutine: the garbage collector's share
+// included) during the snapshots, per window; file-B/window is the file's
+// size after the updates divided by n, block-B/window the bytes of its
+// blocks of windows, and leaf-fill-% how full bbolt's pages holding them
+// are.
 func BenchmarkDB_Snapshot(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		keys := make([]string, n)
@@ -107,8 +115,39 @@ func BenchmarkDB_Snapshot(b *testing.B) {
 				}
 			}
 		}
+		var path string
 		open := func(b *testing.B) (*ratedb.DB, *ratedb.Window) {
-			return benchDB(b, tempPath(b), &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: int64(2 * n)})
+			path = tempPath(b)
+			return benchDB(b, path, &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: int64(2 * n)})
+		}
+		// fileBytes closes db and reports the file's size per window (its
+		// free pages and bbolt's growth slack included), the bytes of
+		// blocks per window, and how full the blocks' leaf pages are.
+		fileBytes := func(b *testing.B, db *ratedb.DB) {
+			if err := db.Close(); err != nil {
+				b.Fatal(err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(fi.Size())/float64(n), "file-B/window")
+			bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer bdb.Close()
+			var values int
+			var st bolt.BucketStats
+			if err := bdb.View(func(tx *bolt.Tx) error {
+				bb := tx.Bucket(layout.BucketBlocks)
+				st = bb.Stats()
+				return bb.ForEach(func(_, v []byte) error { values += len(v); return nil })
+			}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(values)/float64(n), "block-B/window")
+			b.ReportMetric(100*float64(st.LeafInuse)/float64(st.LeafAlloc), "leaf-fill-%")
 		}
 		snap := func(b *testing.B, db *ratedb.DB) {
 			if err := db.Snapshot(); err != nil {
@@ -123,13 +162,18 @@ func BenchmarkDB_Snapshot(b *testing.B) {
 			hitAll(b, w)
 			snap(b, db)
 			b.ReportAllocs()
+			var cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
 				hitAll(b, w)
 				b.StartTimer()
+				before := processCPU()
 				snap(b, db)
+				cpu += processCPU() - before
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "windows/s")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(n*b.N), "cpu-ns/window")
+			fileBytes(b, db)
 		})
 		b.Run(fmt.Sprintf("insert_%d", n), func(b *testing.B) {
 			b.ReportAllocs()

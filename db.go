@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
+	"github.com/ratedb/ratedb/internal/siphash"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -18,15 +19,18 @@ import (
 // A DB is safe for concurrent use. Close it when done: Close writes a final
 // snapshot, and calls made after Close has begun return ErrClosed.
 type DB struct {
-	opts    Options
-	path    string
-	persist bool     // path != "": the DB has a file
-	bolt    *bolt.DB // nil in memory-only mode; read under boltMu or snapMu, switched by rebuild holding both
-	boltMu  sync.RWMutex
-	fileErr error // set (snapMu held) when the file must not be written: see auditFile
-	cache   *ristretto.Cache[uint64, *entry]
-	kot     int64 // Options.KeyOlderThan in milliseconds
-	log     *slog.Logger
+	opts       Options
+	path       string
+	persist    bool     // path != "": the DB has a file
+	bolt       *bolt.DB // nil in memory-only mode; read under boltMu or snapMu, switched by rebuild holding both
+	boltMu     sync.RWMutex
+	fileErr    error       // set (snapMu held) when the file must not be written: see auditFile
+	secret     siphash.Key // the file's hash key: read under boltMu or snapMu, switched with bolt
+	blocks     blockIndex  // every block's earliest expiry and size (snapMu)
+	auditIndex blockIndex  // the blockIndex the audit after Open read (snapMu)
+	cache      *ristretto.Cache[uint64, *entry]
+	kot        int64 // Options.KeyOlderThan in milliseconds
+	log        *slog.Logger
 
 	shards [numShards]shard
 	fast   []fastBucket // see fasttable.go
@@ -63,15 +67,16 @@ type DB struct {
 // ErrLocked when another handle holds the file after Options.OpenTimeout, and
 // ErrCorrupt for a file that is not a valid ratedb database (unless
 // Options.OnCorrupt says otherwise). Opening reads only the file's metadata,
-// never every window: windows are loaded on their first use.
+// never every window: windows are loaded on their first use. A file of the
+// previous format, ratedb/1, is migrated first, in one transaction.
 //
 // After Open returns, a background pass reads the structure of every page of
-// the file (not the records) before the first snapshot or janitor pass may
-// write to it: bbolt checksums only its meta pages, and a damaged page it
-// rewrote could make it allocate gigabytes or spread the damage. If a page is
-// damaged, the file is rebuilt from every sound record (see
-// Options.OnCorrupt). Hits do not wait for this pass; snapshots, Clean and
-// Close do.
+// the file, and the header of every block of windows (the janitor's index),
+// before the first snapshot or janitor pass may write to it: bbolt checksums
+// only its meta pages, and a damaged page it rewrote could make it allocate
+// gigabytes or spread the damage. If a page is damaged, the file is rebuilt
+// from every sound block (see Options.OnCorrupt). Hits do not wait for this
+// pass; snapshots, Clean and Close do.
 func Open(path string, opts *Options) (*DB, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {

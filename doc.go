@@ -33,15 +33,21 @@
 // a crash a key can therefore be allowed up to limit plus the hits lost in
 // that window.
 //
-// Damaged files: every record carries a version and a CRC-32C over key and
-// value; a damaged record is skipped and counted in Stats.CorruptSkipped. A
-// file that cannot be opened safely gives ErrCorrupt (or, with
-// CorruptMoveAside, is moved aside). bbolt does not checksum its data pages:
-// before anything writes to the file, a background pass after Open checks
-// the structure of every page and, if one is damaged, rebuilds the file from
-// its sound records. A flipped byte in a stored key can still make a window
-// unreachable without an error; DB.Verify reads the whole file and reports
-// such damage.
+// File: windows are packed into blocks of about 30, ordered by a keyed hash
+// of their keys (format ratedb/2; a file of format ratedb/1 is migrated by
+// Open in one transaction). A snapshot rewrites the blocks its changed
+// windows fall in. The crash bound above holds as it did with one record per
+// window: a block commits with its snapshot's transaction.
+//
+// Damaged files: every block carries a version and a CRC-32C over its bbolt
+// key and its windows; a damaged block is skipped (its windows start fresh)
+// and counted in Stats.CorruptSkipped. A file that cannot be opened safely
+// gives ErrCorrupt (or, with CorruptMoveAside, is moved aside). bbolt does
+// not checksum its data pages: before anything writes to the file, a
+// background pass after Open checks the structure of every page and, if one
+// is damaged, rebuilds the file from its sound blocks. A flipped byte in a
+// branch page can still make blocks unreachable without an error;
+// DB.Verify reads the whole file and reports such damage.
 //
 // Clock: time granularity is the millisecond. The default clock reads the
 // wall clock once, at Open, and then runs on Go's monotonic clock, so a step

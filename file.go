@@ -13,25 +13,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/ratedb/ratedb/internal/record"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// The file is a bbolt database with three buckets: meta (format marker,
-// window count, and an unused "hwm" that earlier versions read), windows (one record per window, see
-// internal/record) and index (expiry index: end time || window key).
-var (
-	bucketMeta    = []byte("meta")
-	bucketWindows = []byte("windows")
-	bucketIndex   = []byte("index")
-
-	keyFormat  = []byte("format")
-	keyWindows = []byte("windows")
-	keyHWM     = []byte("hwm")
-
-	formatMarker = []byte("ratedb/1")
-)
+// The file's layout (format ratedb/2: buckets meta and blocks, windows
+// packed into blocks ordered by a keyed hash) is described in
+// internal/layout; files of format ratedb/1 are migrated on Open (migrate.go).
 
 // openFile opens (or creates) db.path and loads its metadata.
 func (db *DB) openFile() error {
@@ -149,31 +139,57 @@ func (db *DB) openPath() error {
 		return err
 	}
 	db.bolt = bdb
-	var windows int64
-	err = db.view(func(tx *bolt.Tx) error {
-		mb := tx.Bucket(bucketMeta)
-		if mb == nil || tx.Bucket(bucketWindows) == nil || tx.Bucket(bucketIndex) == nil {
-			return fmt.Errorf("%w: not a ratedb database (missing buckets)", ErrCorrupt)
-		}
-		if f := mb.Get(keyFormat); string(f) != string(formatMarker) {
-			return fmt.Errorf("%w: not a ratedb database or an unknown format version", ErrCorrupt)
-		}
-		// keyHWM, the newest time an earlier version had seen, is ignored:
-		// the clock keeps no persisted newest time.
-		var ok bool
-		windows, ok = record.DecodeInt64(mb.Get(keyWindows))
-		if !ok || windows < 0 {
-			return fmt.Errorf("%w: bad metadata", ErrCorrupt)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := db.loadFile(); err != nil {
 		_ = bdb.Close()
 		db.bolt = nil
 		return err
 	}
-	db.stats.diskWindows.Store(windows)
 	return nil
+}
+
+// loadFile checks the format of the file just opened, migrates a file of
+// format ratedb/1, and reads the secret and the window count. The blocks'
+// headers are read by the audit after Open (auditFile), through its own
+// reads of the file.
+func (db *DB) loadFile() error {
+	var legacy bool
+	err := db.view(func(tx *bolt.Tx) error {
+		mb := tx.Bucket(layout.BucketMeta)
+		if mb == nil {
+			return fmt.Errorf("%w: not a ratedb database (missing buckets)", ErrCorrupt)
+		}
+		f := mb.Get(layout.KeyFormat)
+		legacy = layout.IsLegacy(f)
+		if !legacy && string(f) != string(layout.Format) {
+			return fmt.Errorf("%w: not a ratedb database or an unknown format version", ErrCorrupt)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if legacy {
+		if err := db.migrateV1(); err != nil {
+			return err
+		}
+	}
+	return db.view(func(tx *bolt.Tx) error {
+		mb, bb := tx.Bucket(layout.BucketMeta), tx.Bucket(layout.BucketBlocks)
+		if bb == nil {
+			return fmt.Errorf("%w: not a ratedb database (missing buckets)", ErrCorrupt)
+		}
+		secret, err := layout.Secret(mb)
+		if err != nil {
+			return fmt.Errorf("%w: bad metadata", ErrCorrupt)
+		}
+		windows, ok := record.DecodeInt64(mb.Get(layout.KeyCount))
+		if !ok || windows < 0 {
+			return fmt.Errorf("%w: bad metadata", ErrCorrupt)
+		}
+		db.secret = secret
+		db.stats.diskWindows.Store(windows)
+		return nil
+	})
 }
 
 // createFile creates an empty ratedb database at path atomically: it is built
@@ -216,25 +232,20 @@ func createFile(path string) error {
 
 // initFile creates the buckets and metadata of an empty database.
 func initFile(tx *bolt.Tx) error {
-	mb, err := tx.CreateBucket(bucketMeta)
+	mb, err := tx.CreateBucket(layout.BucketMeta)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.CreateBucket(bucketWindows); err != nil {
+	if _, err := tx.CreateBucket(layout.BucketBlocks); err != nil {
 		return err
 	}
-	if _, err := tx.CreateBucket(bucketIndex); err != nil {
+	if err := mb.Put(layout.KeySecret, layout.NewSecret()); err != nil {
 		return err
 	}
-	if err := mb.Put(keyFormat, formatMarker); err != nil {
+	if err := mb.Put(layout.KeyCount, record.EncodeInt64(0)); err != nil {
 		return err
 	}
-	if err := mb.Put(keyWindows, record.EncodeInt64(0)); err != nil {
-		return err
-	}
-	// Versions before issue 9 require keyHWM and never let their clock run
-	// earlier than it; 0 leaves their clock alone.
-	return mb.Put(keyHWM, record.EncodeInt64(0))
+	return mb.Put(layout.KeyFormat, layout.Format)
 }
 
 // initialMmapSize is the size of bbolt's first memory map: 1 GiB on 64-bit
@@ -307,8 +318,8 @@ func guard(fn func() error) (err error) {
 	return fn()
 }
 
-// load reads key's record from the file into dst. Without a record (or with
-// a damaged one, which is counted and skipped) it returns empty counters and
+// load reads key's window from the file into dst. Without one (or with a
+// damaged block, which is counted and skipped) it returns empty counters and
 // found == false. In memory-only mode there is nothing to read.
 func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err error) {
 	db := s.db
@@ -317,18 +328,20 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 		k := make([]byte, 0, len(s.prefix)+len(key))
 		k = append(append(k, s.prefix...), key...)
 		err = db.view(func(tx *bolt.Tx) error {
-			v := tx.Bucket(bucketWindows).Get(k)
+			bk, v := layout.SeekBlock(tx.Bucket(layout.BucketBlocks).Cursor(), layout.Hash(db.secret, k))
 			if v == nil {
 				return nil
 			}
 			var derr error
-			cs, derr = record.Decode(dst, k, v, n)
-			if derr != nil {
-				db.stats.corrupt.Add(1)
-				db.log.Warn("ratedb: skipping a corrupt window record", "err", derr)
-				return nil
+			cs, found, derr = record.FindInBlock(dst, bk, v, k)
+			if derr == nil && found && len(cs) != n {
+				derr = record.ErrTiers
 			}
-			found = true
+			if derr != nil {
+				found = false
+				db.stats.corrupt.Add(1)
+				db.log.Warn("ratedb: skipping a damaged block of windows", "err", derr)
+			}
 			return nil
 		})
 		if err != nil {

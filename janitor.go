@@ -1,11 +1,11 @@
 package ratedb
 
 import (
-	"bytes"
 	"math"
 	"slices"
 	"sync"
 
+	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/ratedb/ratedb/internal/record"
 	bolt "go.etcd.io/bbolt"
 )
@@ -15,8 +15,9 @@ import (
 // memory, each entry sits in one slot of an expiry index (slots of
 // expiryGranularity, keyed by the time the entry should next be looked at);
 // a pass visits only the slots that are due and files an entry that is still
-// live again under its new end. In the file, an index bucket keyed by end
-// time lists every record, so a pass reads only the expired prefix.
+// live again under its new end. In the file, each block of windows has its
+// earliest expiry in memory (blockIndex), so a pass reads and rewrites only
+// the blocks holding a window that has expired.
 
 // expiryGranularity is the width of an expiry-index slot, in milliseconds.
 const expiryGranularity = 1000
@@ -24,7 +25,7 @@ const expiryGranularity = 1000
 // noSlot marks an entry that is not in the expiry index.
 const noSlot = math.MinInt64
 
-// cleanBatch bounds the records one janitor transaction deletes.
+// cleanBatch bounds the windows one janitor transaction reads.
 const cleanBatch = 100_000
 
 // expiryIndex files entries by the time they should next be checked.
@@ -205,85 +206,117 @@ func (db *DB) clean() (int, error) {
 	return removed, err
 }
 
-// cleanFile deletes the file's records whose every window ended at or before
-// cutoff, reading only the expired prefix of the index. It returns how many
-// it deleted that are not in skip (windows already counted as removed from
-// memory).
+// cleanFile deletes the file's windows whose every tier ended at or before
+// cutoff, unless memory holds a live entry for them (the next snapshot
+// rewrites those), reading only the blocks whose earliest expiry is at or
+// before cutoff. It returns how many it deleted that are not in skip
+// (windows already counted as removed from memory) and not in memory.
 func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 	db.snapMu.Lock()
 	defer db.snapMu.Unlock()
-	removed := 0
-	type item struct {
-		ik, k   []byte
-		end     int64
-		counted bool // the window is in memory: the memory side counts its removal
+	if db.fileErr != nil {
+		return 0, db.fileErr
 	}
-	for {
-		more := false
-		var delta int64
-		n := 0
+	var due []uint64
+	for k, bi := range db.blocks {
+		if bi.minEnd <= cutoff {
+			due = append(due, k)
+		}
+	}
+	slices.Sort(due)
+	removed := 0
+	var (
+		blk  record.Block
+		keep []record.BlockWindow
+	)
+	for len(due) > 0 {
+		var (
+			edits   []blockEdit
+			delta   int64
+			n, used int
+			corrupt int64
+		)
 		err := db.update(func(tx *bolt.Tx) error {
-			wb, xb, mb := tx.Bucket(bucketWindows), tx.Bucket(bucketIndex), tx.Bucket(bucketMeta)
-			var items []item
-			c := xb.Cursor()
-			for ik, _ := c.First(); ik != nil; ik, _ = c.Next() {
-				if len(items) == cleanBatch {
-					more = true
-					break
-				}
-				end, k, ok := record.ParseIndexKey(ik)
-				if ok && end > cutoff {
-					break
-				}
-				inMem, live := db.inMemory(k, cutoff)
-				if ok && live {
-					// The window moved on in memory; the next snapshot
-					// rewrites the record and its index entry.
+			edits, delta, n, corrupt = edits[:0], 0, 0, 0
+			bb := tx.Bucket(layout.BucketBlocks)
+			if bb == nil {
+				return errMissingBucket
+			}
+			bb.FillPercent = blockFill
+			var sl slab
+			visited := 0
+			for used = 0; used < len(due) && visited < cleanBatch; used++ {
+				key := due[used]
+				kb := layout.BlockKey(key)
+				v := bb.Get(kb[:])
+				if v == nil {
+					edits = append(edits, blockEdit{key: key, del: true})
 					continue
 				}
-				items = append(items, item{ik: bytes.Clone(ik), k: bytes.Clone(k), end: end, counted: inMem})
+				if err := record.DecodeBlock(&blk, kb[:], v); err != nil {
+					// Its windows are lost.
+					info := db.blocks[key]
+					corrupt++
+					if err := bb.Delete(kb[:]); err != nil {
+						return err
+					}
+					delta -= info.n
+					edits = append(edits, blockEdit{key: key, del: true})
+					continue
+				}
+				visited += len(blk.Windows)
+				keep = keep[:0]
+				for _, w := range blk.Windows {
+					if record.MaxEnd(w.Counters) > cutoff {
+						keep = append(keep, w)
+						continue
+					}
+					inMem, live := db.inMemory(w.Key, cutoff)
+					if live {
+						// The window moved on in memory; the next snapshot
+						// rewrites it.
+						keep = append(keep, w)
+						continue
+					}
+					if _, seen := skip[string(w.Key)]; !seen && !inMem {
+						n++
+					}
+				}
+				if len(keep) == len(blk.Windows) {
+					continue
+				}
+				delta -= int64(len(blk.Windows) - len(keep))
+				if len(keep) == 0 {
+					if err := bb.Delete(kb[:]); err != nil {
+						return err
+					}
+					edits = append(edits, blockEdit{key: key, del: true})
+					continue
+				}
+				pk := sl.alloc(8)
+				copy(pk, kb[:])
+				pv := sl.alloc(record.BlockLen(keep))
+				record.AppendBlock(pv[:0], pk, keep)
+				if err := bb.Put(pk, pv); err != nil {
+					return err
+				}
+				edits = append(edits, blockEdit{key: key, info: blockInfo{minEnd: record.MinEnd(keep), n: int64(len(keep))}})
 			}
-			if len(items) == 0 {
+			if delta == 0 {
 				return nil
 			}
-			for _, it := range items {
-				if err := xb.Delete(it.ik); err != nil {
-					return err
-				}
-			}
-			slices.SortFunc(items, func(a, b item) int { return bytes.Compare(a.k, b.k) })
-			var buf [maxTiersInline]counter
-			for _, it := range items {
-				v := wb.Get(it.k)
-				if v == nil {
-					continue
-				}
-				cs, derr := record.Decode(buf[:0], it.k, v, record.AnyTiers)
-				if derr == nil && record.MaxEnd(cs) != it.end {
-					continue // the record moved on; a later index entry covers it
-				}
-				if derr != nil {
-					db.stats.corrupt.Add(1)
-				}
-				if err := wb.Delete(it.k); err != nil {
-					return err
-				}
-				delta--
-				if _, seen := skip[string(it.k)]; !seen && !it.counted && derr == nil {
-					n++
-				}
-			}
-			return mb.Put(keyWindows, record.EncodeInt64(db.stats.diskWindows.Load()+delta))
+			return putCount(tx, db.stats.diskWindows.Load()+delta)
 		})
 		if err != nil {
 			return removed, err
 		}
+		db.blocks.apply(edits)
 		db.stats.diskWindows.Add(delta)
+		db.stats.corrupt.Add(corrupt)
 		removed += n
-		if !more {
-			return removed, nil
-		}
+		due = due[used:]
 	}
+	return removed, nil
 }
 
 // inMemory reports whether the window with record key k has an entry in

@@ -3,7 +3,6 @@ package ratedb
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/ratedb/ratedb/internal/limits"
@@ -53,11 +52,6 @@ func (db *DB) Layered(alg Algorithm, tiers ...Tier) (*Layered, error) {
 	s, err := db.specFor(alg, scales, true)
 	if err != nil {
 		return nil, err
-	}
-	if !slices.Equal(given, scales) {
-		if err := db.migrateLegacy(s, specPrefix(alg, given, true), pos); err != nil {
-			return nil, err
-		}
 	}
 	return &Layered{spec: s, tiers: append([]Tier(nil), tiers...), pos: pos}, nil
 }

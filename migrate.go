@@ -1,130 +1,147 @@
 package ratedb
 
 import (
-	"bytes"
+	"encoding/binary"
 	"fmt"
+	"slices"
 
+	"github.com/ratedb/ratedb/internal/layout"
+	"github.com/ratedb/ratedb/internal/limits"
 	"github.com/ratedb/ratedb/internal/record"
+	"github.com/ratedb/ratedb/internal/siphash"
 	bolt "go.etcd.io/bbolt"
 )
 
+// migrateV1 turns a file of format ratedb/1 (one bbolt element per window
+// and an expiry index, see internal/layout's legacy.go) into format
+// ratedb/2, in one transaction: a crash leaves either file whole. Every
+// sound window is written into blocks; a damaged one is counted in
+// Stats.CorruptSkipped and dropped. It runs in Open, before anything else
+// uses the file.
+//
 // Before issue 9, a Layered limiter's records were keyed by its scales in
-// the order its tiers were given, so (1m, 1h) and (1h, 1m) counted apart.
-// They are now keyed by the sorted scales. migrateLegacy moves the records a
-// file holds under an older order's prefix to the spec's prefix, once per
-// process and order, the first time a Layered limiter is asked for in that
-// order: the file format is otherwise unchanged.
-
-// migrateBatch bounds the records one migration transaction moves.
-const migrateBatch = 10_000
-
-// migrateLegacy moves every record under the legacy prefix old (tiers in a
-// given order; pos[i] is the spec's tier that holds given tier i) to s's
-// prefix, with the counters in the spec's order. A key that already has a
-// record under s's prefix, or an entry in memory, keeps that one: the legacy
-// record is dropped.
-func (db *DB) migrateLegacy(s *spec, old []byte, pos []int) error {
-	if !db.persist {
-		return nil
-	}
-	db.specMu.Lock()
-	done := s.migrated[string(old)]
-	db.specMu.Unlock()
-	if done {
-		return nil
-	}
-	db.snapMu.Lock()
-	defer db.snapMu.Unlock()
-	if db.fileErr != nil {
-		return nil // the file is not written to at all; see auditFile
-	}
-	for {
-		more, err := db.migrateSome(s, old, pos)
+// the order its tiers were given, so (1m, 1h) and (1h, 1m) counted apart;
+// they are now keyed by the sorted scales. The migration moves such legacy
+// records to the sorted key, counters reordered; a key that also has a
+// record under the sorted key keeps that one.
+func (db *DB) migrateV1() error {
+	var windows, damaged int
+	err := db.update(func(tx *bolt.Tx) error {
+		windows, damaged = 0, 0
+		var (
+			set     changeSet
+			legacy  []bool
+			moved   [record.MaxTiers]counter
+			secret  = layout.NewSecret()
+			hashKey = siphash.KeyFrom(secret)
+		)
+		err := layout.ForEach(tx, layout.Visitor{
+			Window: func(k []byte, wcs []record.Counter) error {
+				nk, old := k, false
+				if given, ok := legacyOrder(k); ok {
+					pos, sorted := limits.SortScales(given)
+					p := specPrefix(Algorithm(k[0]&^0x80), sorted, true)
+					nk = append(p, k[len(p):]...)
+					for i, c := range wcs {
+						moved[pos[i]] = c
+					}
+					wcs, old = moved[:len(wcs)], true
+				}
+				set.add(hashKey, nk, "", wcs)
+				legacy = append(legacy, old)
+				return nil
+			},
+			Damaged: func(error) error { damaged++; return nil },
+		})
 		if err != nil {
-			return fmt.Errorf("ratedb: moving Layered records to the sorted tier order: %w", err)
+			return err
 		}
-		if !more {
-			break
+		// A legacy record whose sorted key also has a record gives way.
+		recs := set.changes
+		idx := make([]int, len(recs))
+		for i := range idx {
+			idx[i] = i
 		}
+		slices.SortStableFunc(idx, func(a, b int) int {
+			if c := set.compare(&recs[a], &recs[b]); c != 0 {
+				return c
+			}
+			return cmpBool(legacy[a], legacy[b])
+		})
+		sorted := make([]change, 0, len(recs))
+		for _, i := range idx {
+			if n := len(sorted); n > 0 && set.compare(&sorted[n-1], &recs[i]) == 0 {
+				continue
+			}
+			sorted = append(sorted, recs[i])
+		}
+		windows = len(sorted)
+
+		for _, b := range [][]byte{layout.LegacyBucketWindows, layout.LegacyBucketIndex} {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.CreateBucket(layout.BucketBlocks); err != nil {
+			return err
+		}
+		mb := tx.Bucket(layout.BucketMeta)
+		for _, k := range [][]byte{layout.LegacyKeyWindows, layout.LegacyKeyHWM} {
+			if err := mb.Delete(k); err != nil {
+				return err
+			}
+		}
+		if err := mb.Put(layout.KeySecret, secret); err != nil {
+			return err
+		}
+		var sl slab
+		w, err := newBlockWriter(tx, hashKey, nil, &sl)
+		if err != nil {
+			return err
+		}
+		if err := w.write(&set, sorted); err != nil {
+			return err
+		}
+		if err := putCount(tx, w.delta); err != nil {
+			return err
+		}
+		return mb.Put(layout.KeyFormat, layout.Format)
+	})
+	if err != nil {
+		return fmt.Errorf("ratedb: migrating the file from format ratedb/1: %w", err)
 	}
-	db.specMu.Lock()
-	if s.migrated == nil {
-		s.migrated = make(map[string]bool)
-	}
-	s.migrated[string(old)] = true
-	db.specMu.Unlock()
+	db.stats.corrupt.Add(int64(damaged))
+	db.log.Info("ratedb: migrated the file to format ratedb/2", "path", db.path, "windows", windows, "damaged_records", damaged)
 	return nil
 }
 
-// migrateSome moves up to migrateBatch legacy records in one transaction
-// and reports whether more remain. snapMu held.
-func (db *DB) migrateSome(s *spec, old []byte, pos []int) (more bool, err error) {
-	n := len(pos)
-	var delta int64
-	err = db.update(func(tx *bolt.Tx) error {
-		delta = 0
-		wb, xb, mb := tx.Bucket(bucketWindows), tx.Bucket(bucketIndex), tx.Bucket(bucketMeta)
-		if wb == nil || xb == nil || mb == nil {
-			return fmt.Errorf("%w: missing bucket", ErrCorrupt)
-		}
-		type rec struct{ k, v []byte }
-		var recs []rec
-		c := wb.Cursor()
-		for k, v := c.Seek(old); k != nil && bytes.HasPrefix(k, old); k, v = c.Next() {
-			if len(recs) == migrateBatch {
-				more = true
-				break
-			}
-			recs = append(recs, rec{bytes.Clone(k), bytes.Clone(v)})
-		}
-		var buf, out [maxTiersInline]counter
-		for _, r := range recs {
-			key := string(r.k[len(old):])
-			cs, derr := record.Decode(buf[:0], r.k, r.v, n)
-			if err := wb.Delete(r.k); err != nil {
-				return err
-			}
-			delta--
-			if derr != nil {
-				db.stats.corrupt.Add(1)
-				continue
-			}
-			if err := xb.Delete(record.AppendIndexKey(nil, record.MaxEnd(cs), r.k)); err != nil {
-				return err
-			}
-			nk := append(append([]byte(nil), s.prefix...), key...)
-			if wb.Get(nk) != nil || db.inMemoryOf(s, key) {
-				continue
-			}
-			moved := out[:n]
-			for i, c := range cs {
-				moved[pos[i]] = c
-			}
-			if err := wb.Put(nk, record.AppendValue(nil, nk, moved)); err != nil {
-				return err
-			}
-			if err := xb.Put(record.AppendIndexKey(nil, record.MaxEnd(moved), nk), nil); err != nil {
-				return err
-			}
-			delta++
-		}
-		if delta == 0 {
-			return nil
-		}
-		return mb.Put(keyWindows, record.EncodeInt64(db.stats.diskWindows.Load()+delta))
-	})
-	if err != nil {
-		return false, err
+// legacyOrder returns the scales of the record key k if it is a Layered
+// limiter's key whose scales are not in ascending order (written before
+// issue 9).
+func legacyOrder(k []byte) ([]int64, bool) {
+	if len(k) < 2 || k[0]&0x80 == 0 {
+		return nil, false
 	}
-	db.stats.diskWindows.Add(delta)
-	return more, nil
+	n := int(k[1])
+	if n < 2 || len(k) < 2+8*n {
+		return nil, false
+	}
+	scales := make([]int64, n)
+	for i := range scales {
+		scales[i] = int64(binary.BigEndian.Uint64(k[2+8*i:]))
+	}
+	if slices.IsSorted(scales) {
+		return nil, false
+	}
+	return scales, true
 }
 
-// inMemoryOf reports whether key of spec s has an entry in memory.
-func (db *DB) inMemoryOf(s *spec, key string) bool {
-	h := s.hash(key)
-	sh := db.shard(h)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return sh.find(h, s, key) != nil
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }

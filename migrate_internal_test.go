@@ -2,69 +2,229 @@ package ratedb
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/ratedb/ratedb/internal/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 )
 
-// A file written before Layered limiters were keyed by their sorted scales
-// holds a (1h, 1m) limiter's records under that order's prefix: they move to
-// the sorted prefix, counters reordered, when the limiter is first asked for.
-func TestLayeredLegacyRecordsMigrate(t *testing.T) {
+// fixtureBase is the clock of testdata/format1.bbolt, a file of format
+// ratedb/1 written by the code of 82dff78: keys user-00 .. user-09, key i
+// hit under FixedWindow 1h (i+1 times), PerKeyWindow 1m (2i+1),
+// StaggeredWindow 24h (3i+1) and a Layered FixedWindow (1m, 1h) limiter
+// (i+5), all at fixtureBase.
+var fixtureBase = time.UnixMilli(1_767_225_600_000)
+
+// copyFixture copies testdata/format1.bbolt to a new file and returns its
+// path.
+func copyFixture(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "format1.bbolt"))
+	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "rate.db")
-	now := time.UnixMilli(1_767_225_600_000)
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	return path
+}
+
+// fileState returns the format marker, the secret and whether the ratedb/1
+// buckets are there, of the closed file at path.
+func fileState(t *testing.T, path string) (format, secret string, legacy bool) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	require.NoError(t, err)
+	defer bdb.Close()
+	require.NoError(t, bdb.View(func(tx *bolt.Tx) error {
+		mb := tx.Bucket(layout.BucketMeta)
+		format, secret = string(mb.Get(layout.KeyFormat)), string(mb.Get(layout.KeySecret))
+		legacy = tx.Bucket(layout.LegacyBucketWindows) != nil || tx.Bucket(layout.LegacyBucketIndex) != nil
+		return nil
+	}))
+	return format, secret, legacy
+}
+
+// A file of format ratedb/1 is migrated on Open: every count, end and
+// window survives, the janitor removes the expired ones, and a second Open
+// finds format ratedb/2 and does not migrate again.
+func TestMigrateFormat1Fixture(t *testing.T) {
+	ctx := context.Background()
+	path := copyFixture(t)
+	now := fixtureBase.Add(10 * time.Second)
 	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1}
+	check := func(db *DB, minuteLive bool) {
+		t.Helper()
+		hour, err := db.Window(FixedWindow, time.Hour)
+		require.NoError(t, err)
+		minute, err := db.Window(PerKeyWindow, time.Minute)
+		require.NoError(t, err)
+		day, err := db.Window(StaggeredWindow, 24*time.Hour)
+		require.NoError(t, err)
+		ly, err := db.Layered(FixedWindow, Tier{Scale: time.Minute, Limit: 100}, Tier{Scale: time.Hour, Limit: 1000})
+		require.NoError(t, err)
+		for i := range 10 {
+			k := fmt.Sprintf("user-%02d", i)
+			got, err := hour.Get(ctx, k)
+			require.NoError(t, err)
+			assert.Equal(t, int64(i+1), got, "hour %s", k)
+			end, err := hour.ExpiresAt(ctx, k)
+			require.NoError(t, err)
+			assert.True(t, end.Equal(fixtureBase.Add(time.Hour)), "hour %s ends %v", k, end)
+			got, err = day.Get(ctx, k)
+			require.NoError(t, err)
+			assert.Equal(t, int64(3*i+1), got, "day %s", k)
+			got, err = minute.Get(ctx, k)
+			require.NoError(t, err)
+			lc, err := ly.Get(ctx, k)
+			require.NoError(t, err)
+			if minuteLive {
+				assert.Equal(t, int64(2*i+1), got, "minute %s", k)
+				assert.Equal(t, []int64{int64(i + 5), int64(i + 5)}, lc, "layered %s", k)
+			} else {
+				assert.Zero(t, got, "minute %s", k)
+				assert.Equal(t, []int64{0, int64(i + 5)}, lc, "layered %s", k)
+			}
+		}
+	}
+
 	db, err := Open(path, opts)
 	require.NoError(t, err)
-	old := specPrefix(FixedWindow, []int64{3_600_000, 60_000}, true)
-	hourEnd, minuteEnd := now.UnixMilli()+3_600_000, now.UnixMilli()+60_000
-	legacy := func(key string, hour, minute int64) {
-		k := append(append([]byte(nil), old...), key...)
-		cs := []counter{{Count: hour, End: hourEnd}, {Count: minute, End: minuteEnd}}
-		db.snapMu.Lock()
-		defer db.snapMu.Unlock()
-		require.NoError(t, db.update(func(tx *bolt.Tx) error {
-			if err := tx.Bucket(bucketWindows).Put(k, record.AppendValue(nil, k, cs)); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bucketIndex).Put(record.AppendIndexKey(nil, hourEnd, k), nil); err != nil {
-				return err
-			}
-			return tx.Bucket(bucketMeta).Put(keyWindows, record.EncodeInt64(db.stats.diskWindows.Add(1)))
-		}))
-	}
-	legacy("a", 7, 2)
-	legacy("b", 5, 1)
+	assert.Equal(t, int64(40), db.Stats().WindowsOnDisk)
+	assert.Zero(t, db.Stats().CorruptSkipped)
+	check(db, true)
+	require.NoError(t, db.Verify())
 	require.NoError(t, db.Close())
+	format, secret, legacy := fileState(t, path)
+	assert.Equal(t, "ratedb/2", format)
+	assert.Len(t, secret, layout.SecretLen)
+	assert.False(t, legacy, "the ratedb/1 buckets are gone")
 
+	// Half an hour later: the minute windows have expired.
+	now = fixtureBase.Add(30 * time.Minute)
 	db, err = Open(path, opts)
+	require.NoError(t, err)
+	assert.Equal(t, int64(40), db.Stats().WindowsOnDisk)
+	removed, err := db.Clean()
+	require.NoError(t, err)
+	assert.Equal(t, 10, removed, "the PerKeyWindow 1m windows")
+	assert.Equal(t, int64(30), db.Stats().WindowsOnDisk)
+	check(db, false)
+	require.NoError(t, db.Verify())
+	require.NoError(t, db.Close())
+	format2, secret2, _ := fileState(t, path)
+	assert.Equal(t, "ratedb/2", format2)
+	assert.Equal(t, secret, secret2, "the second Open did not migrate again")
+}
+
+// writeFormat1 writes a file of format ratedb/1 at path, as the code before
+// issue 11 did: one record per window and an expiry index. bad lists the
+// indices of records written with a damaged checksum.
+func writeFormat1(t *testing.T, path string, recs map[string][]counter, bad map[string]bool) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, bdb.Update(func(tx *bolt.Tx) error {
+		mb, err := tx.CreateBucket(layout.BucketMeta)
+		require.NoError(t, err)
+		wb, err := tx.CreateBucket(layout.LegacyBucketWindows)
+		require.NoError(t, err)
+		xb, err := tx.CreateBucket(layout.LegacyBucketIndex)
+		require.NoError(t, err)
+		require.NoError(t, mb.Put(layout.KeyFormat, layout.LegacyFormat))
+		require.NoError(t, mb.Put(layout.LegacyKeyWindows, record.EncodeInt64(int64(len(recs)))))
+		require.NoError(t, mb.Put(layout.LegacyKeyHWM, record.EncodeInt64(0)))
+		for k, cs := range recs {
+			v := record.AppendValue(nil, []byte(k), cs)
+			if bad[k] {
+				v[3] ^= 0x40
+			}
+			require.NoError(t, wb.Put([]byte(k), v))
+			require.NoError(t, xb.Put(record.AppendIndexKey(nil, record.MaxEnd(cs), []byte(k)), nil))
+		}
+		return nil
+	}))
+	require.NoError(t, bdb.Close())
+}
+
+// A larger ratedb/1 file (10,000 windows, a few damaged records) migrates in
+// one Open: every sound window keeps its count, the damaged ones are counted
+// and dropped.
+func TestMigrateFormat1Large(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "rate.db")
+	prefix := specPrefix(FixedWindow, []int64{3_600_000}, false)
+	end := fixtureBase.Add(time.Hour).UnixMilli()
+	recs, bad := map[string][]counter{}, map[string]bool{}
+	for i := range 10_000 {
+		k := string(prefix) + fmt.Sprintf("key-%05d", i)
+		recs[k] = []counter{{Count: int64(1 + i%100), End: end}}
+		if i%1000 == 7 {
+			bad[k] = true
+		}
+	}
+	writeFormat1(t, path, recs, bad)
+	db, err := Open(path, &Options{Clock: func() time.Time { return fixtureBase }, SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	st := db.Stats()
+	assert.Equal(t, int64(10_000-len(bad)), st.WindowsOnDisk)
+	assert.Equal(t, int64(len(bad)), st.CorruptSkipped)
+	w, err := db.Window(FixedWindow, time.Hour)
+	require.NoError(t, err)
+	for i := range 10_000 {
+		got, err := w.Get(ctx, fmt.Sprintf("key-%05d", i))
+		require.NoError(t, err)
+		want := int64(1 + i%100)
+		if i%1000 == 7 {
+			want = 0
+		}
+		require.Equal(t, want, got, "key %d", i)
+	}
+	require.NoError(t, db.Verify())
+}
+
+// A file written before Layered limiters were keyed by their sorted scales
+// holds a (1h, 1m) limiter's records under that order's prefix: the
+// migration moves them to the sorted prefix, counters reordered; a key that
+// has records under both keeps the sorted one.
+func TestLayeredLegacyRecordsMigrate(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "rate.db")
+	now := fixtureBase
+	old := specPrefix(FixedWindow, []int64{3_600_000, 60_000}, true)
+	sorted := specPrefix(FixedWindow, []int64{60_000, 3_600_000}, true)
+	hourEnd, minuteEnd := now.UnixMilli()+3_600_000, now.UnixMilli()+60_000
+	writeFormat1(t, path, map[string][]counter{
+		string(old) + "a":    {{Count: 7, End: hourEnd}, {Count: 2, End: minuteEnd}},
+		string(old) + "b":    {{Count: 5, End: hourEnd}, {Count: 1, End: minuteEnd}},
+		string(old) + "c":    {{Count: 9, End: hourEnd}, {Count: 9, End: minuteEnd}},
+		string(sorted) + "c": {{Count: 1, End: minuteEnd}, {Count: 3, End: hourEnd}},
+	}, nil)
+	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
 	require.NoError(t, err)
 	defer db.Close()
 	l, err := db.Layered(FixedWindow, Tier{Scale: time.Hour, Limit: 10}, Tier{Scale: time.Minute, Limit: 2})
 	require.NoError(t, err)
-	ctx := context.Background()
 	got, err := l.Get(ctx, "a")
 	require.NoError(t, err)
 	assert.Equal(t, []int64{7, 2}, got)
-	sorted, err := db.Layered(FixedWindow, Tier{Scale: time.Minute, Limit: 2}, Tier{Scale: time.Hour, Limit: 10})
+	got, err = l.Get(ctx, "c")
 	require.NoError(t, err)
-	got, err = sorted.Get(ctx, "b")
+	assert.Equal(t, []int64{3, 1}, got, "the sorted record wins")
+	s, err := db.Layered(FixedWindow, Tier{Scale: time.Minute, Limit: 2}, Tier{Scale: time.Hour, Limit: 10})
+	require.NoError(t, err)
+	got, err = s.Get(ctx, "b")
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1, 5}, got)
 	r, err := l.Hit(ctx, "a", 1)
 	require.NoError(t, err)
 	assert.False(t, r.Allowed, "the migrated minute tier is full")
-	assert.Equal(t, int64(2), db.Stats().WindowsOnDisk)
-	require.NoError(t, db.view(func(tx *bolt.Tx) error {
-		k, _ := tx.Bucket(bucketWindows).Cursor().Seek(old)
-		assert.False(t, k != nil && string(k[:len(old)]) == string(old), "a legacy record is left")
-		return nil
-	}))
+	assert.Equal(t, int64(3), db.Stats().WindowsOnDisk)
 	require.NoError(t, db.Snapshot())
 	require.NoError(t, db.Verify())
 }

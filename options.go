@@ -99,7 +99,7 @@ type Options struct {
 	// Damage found after Open, by the check of every page's structure that
 	// runs in the background before anything writes to the file, is
 	// repaired whatever OnCorrupt says: the file is rebuilt from its sound
-	// records, the damaged one kept as "<path>.corrupt-<unix-ms>", and the
+	// blocks of windows, the damaged one kept as "<path>.corrupt-<unix-ms>", and the
 	// loss logged and counted in Stats.CorruptSkipped.
 	OnCorrupt CorruptPolicy
 

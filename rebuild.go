@@ -2,6 +2,7 @@ package ratedb
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,16 +10,20 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/ratedb/ratedb/internal/record"
+	"github.com/ratedb/ratedb/internal/siphash"
 	bolt "go.etcd.io/bbolt"
 )
 
 // auditFile checks the structure of the file Open has just opened (see
 // pageAudit) and, if any page is damaged, rebuilds the file from its sound
-// records before anything writes to it. It runs on its own goroutine, so
+// blocks before anything writes to it. It runs on its own goroutine, so
 // Open does not read the whole file; Open takes snapMu for it and it
 // releases it when done, so snapshots, janitor passes and Close wait for it.
-// Hits go on meanwhile, reading windows from the file as usual.
+// Hits go on meanwhile, reading windows from the file as usual. The same
+// reads give the earliest expiry of every block (db.blocks), which the
+// janitor needs.
 func (db *DB) auditFile() {
 	defer db.snapMu.Unlock()
 	// A rebuild cut short by a crash leaves its new file behind; with
@@ -34,7 +39,9 @@ func (db *DB) auditFile() {
 	m, _, err := validateFile(db.path)
 	var damaged int
 	if err == nil {
-		damaged, err = db.auditPages(m)
+		// The blocks' earliest expiries come from the audit's reads:
+		// bbolt's own reads of a damaged page can fault.
+		damaged, db.blocks, err = db.auditPages(m)
 	}
 	if err != nil {
 		db.fileErr = fmt.Errorf("ratedb: checking the file: %w", err)
@@ -52,21 +59,28 @@ func (db *DB) auditFile() {
 }
 
 // auditPages walks the file whose current meta is m and returns how many
-// pages failed a check.
-func (db *DB) auditPages(m bmeta) (int, error) {
+// pages failed a check, and the blockIndex of the blocks it read.
+func (db *DB) auditPages(m bmeta) (int, blockIndex, error) {
 	f, err := os.Open(db.path)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer f.Close()
 	a := newPageAudit(f, m)
+	x := make(blockIndex)
+	a.leaf = func(bucket string, k, v []byte) {
+		if bucket == string(layout.BucketBlocks) {
+			x.indexBlock(k, v)
+		}
+	}
 	a.run(m.root)
 	a.freelist(m.freelist)
-	return a.damaged, a.err
+	return a.damaged, x, a.err
 }
 
-// rebuild writes every window record that lies in a sound place of the file
-// whose meta is m and passes its checksum into a new file, puts the new file
+// rebuild writes every window that lies in a sound place of the file whose
+// meta is m, in a block that passes its checksum, into a new file (with a
+// secret of its own), puts the new file
 // in place of the old one, which it keeps as "<path>.corrupt-<unix-ms>", and
 // switches the DB to it. snapMu held.
 func (db *DB) rebuild(m bmeta, damaged int) (err error) {
@@ -102,47 +116,65 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 		return err
 	}
 
+	// Every window of every block that passes its checksum, wherever the
+	// walk finds it; a damaged block is counted and its windows are lost.
 	var (
-		batch      []salvaged
-		sl         slab
-		kept, bad  int64
-		buf        [record.MaxTiers]counter
-		flushError error
+		set changeSet
+		bad int64
+		blk record.Block
 	)
-	flush := func() {
-		if len(batch) == 0 || flushError != nil {
-			return
-		}
-		n, err := writeSalvaged(nb, batch)
-		kept += n
-		flushError = err
-		batch, sl = batch[:0], slab{}
+	var secret siphash.Key
+	if err := nb.View(func(tx *bolt.Tx) error {
+		var err error
+		secret, err = layout.Secret(tx.Bucket(layout.BucketMeta))
+		return err
+	}); err != nil {
+		return err
 	}
 	a := newPageAudit(f, m)
 	a.leaf = func(bucket string, k, v []byte) {
-		if bucket != string(bucketWindows) {
+		if bucket != string(layout.BucketBlocks) {
 			return
 		}
-		cs, err := record.Decode(buf[:0], k, v, record.AnyTiers)
-		if err != nil {
+		if err := record.DecodeBlock(&blk, k, v); err != nil {
 			bad++
 			return
 		}
-		b := sl.alloc(len(k) + len(v))
-		copy(b, k)
-		copy(b[len(k):], v)
-		batch = append(batch, salvaged{k: b[:len(k):len(k)], v: b[len(k):], end: record.MaxEnd(cs), total: total(cs)})
-		if len(batch) >= snapshotBatch {
-			flush()
+		for _, w := range blk.Windows {
+			set.add(secret, w.Key, "", w.Counters)
 		}
 	}
 	a.run(m.root)
-	flush()
 	if a.err != nil {
 		return a.err
 	}
-	if flushError != nil {
-		return flushError
+	salvage(&set)
+	recs := set.changes
+	blocks := make(blockIndex)
+	var kept int64
+	for len(recs) > 0 {
+		batch := recs[:min(len(recs), snapshotBatch)]
+		var (
+			sl slab
+			w  *blockWriter
+		)
+		err := nb.Update(func(tx *bolt.Tx) error {
+			sl = slab{}
+			var err error
+			if w, err = newBlockWriter(tx, secret, blocks, &sl); err != nil {
+				return err
+			}
+			if err := w.write(&set, batch); err != nil {
+				return err
+			}
+			return putCount(tx, kept+w.delta)
+		})
+		if err != nil {
+			return err
+		}
+		blocks.apply(w.edits)
+		kept += w.delta
+		recs = recs[len(batch):]
 	}
 	if err := nb.Sync(); err != nil {
 		return err
@@ -164,7 +196,7 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 		return err
 	}
 	old := db.bolt
-	db.bolt = nb
+	db.bolt, db.secret, db.blocks = nb, secret, blocks
 	db.boltMu.Unlock()
 	_ = old.Close()
 	if d, err := os.Open(filepath.Dir(db.path)); err == nil {
@@ -173,9 +205,9 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 	}
 	db.stats.diskWindows.Store(kept)
 	db.stats.corrupt.Add(int64(damaged) + bad)
-	db.log.Error("ratedb: the database file had damaged pages: rebuilt it from its sound window records; "+
+	db.log.Error("ratedb: the database file had damaged pages: rebuilt it from its sound blocks of windows; "+
 		"windows in damaged places are lost", "path", db.path, "moved_to", aside,
-		"damaged_pages", damaged, "damaged_records", bad, "windows_kept", kept, "took", time.Since(started))
+		"damaged_pages", damaged, "damaged_blocks", bad, "windows_kept", kept, "took", time.Since(started))
 	return nil
 }
 
@@ -183,11 +215,30 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 // returns fails the rebuild.
 var testRebuildHook func() error
 
-// salvaged is a window record found by rebuild.
-type salvaged struct {
-	k, v  []byte
-	end   int64 // record.MaxEnd of its counters
-	total int64 // sum of its counts
+// salvage keeps one window of each record key in set: damage can leave
+// two copies of one key (a stale copy reached through a damaged branch), and
+// the one that allows less wins: the later window end, then the larger
+// count. It leaves them in the file's order.
+func salvage(set *changeSet) {
+	slices.SortFunc(set.changes, func(a, b change) int {
+		if c := bytes.Compare(set.key(&a), set.key(&b)); c != 0 {
+			return c
+		}
+		ac, bc := set.counters(&a), set.counters(&b)
+		if c := cmp.Compare(record.MaxEnd(bc), record.MaxEnd(ac)); c != 0 {
+			return c
+		}
+		return cmp.Compare(total(bc), total(ac))
+	})
+	out := set.changes[:0]
+	for i := range set.changes {
+		if n := len(out); n > 0 && bytes.Equal(set.key(&out[n-1]), set.key(&set.changes[i])) {
+			continue
+		}
+		out = append(out, set.changes[i])
+	}
+	set.changes = out
+	set.sort()
 }
 
 func total(cs []counter) int64 {
@@ -196,45 +247,4 @@ func total(cs []counter) int64 {
 		t += c.Count
 	}
 	return t
-}
-
-// writeSalvaged writes recs into nb in one transaction and returns how many
-// new windows it added. Damage can leave two records of one key (a stale
-// copy reached through a damaged branch); the one that allows less wins: the
-// later window end, then the larger count.
-func writeSalvaged(nb *bolt.DB, recs []salvaged) (added int64, err error) {
-	slices.SortFunc(recs, func(a, b salvaged) int { return bytes.Compare(a.k, b.k) })
-	err = nb.Update(func(tx *bolt.Tx) error {
-		added = 0
-		wb, xb, mb := tx.Bucket(bucketWindows), tx.Bucket(bucketIndex), tx.Bucket(bucketMeta)
-		var buf [record.MaxTiers]counter
-		var scratch []byte
-		for i := range recs {
-			r := &recs[i]
-			if old := wb.Get(r.k); old != nil {
-				cs, err := record.Decode(buf[:0], r.k, old, record.AnyTiers)
-				if err == nil {
-					oldEnd := record.MaxEnd(cs)
-					if oldEnd > r.end || (oldEnd == r.end && total(cs) >= r.total) {
-						continue
-					}
-					scratch = record.AppendIndexKey(scratch[:0], oldEnd, r.k)
-					if err := xb.Delete(scratch); err != nil {
-						return err
-					}
-				}
-			} else {
-				added++
-			}
-			if err := wb.Put(r.k, r.v); err != nil {
-				return err
-			}
-			if err := xb.Put(record.AppendIndexKey(nil, r.end, r.k), nil); err != nil {
-				return err
-			}
-		}
-		n, _ := record.DecodeInt64(mb.Get(keyWindows))
-		return mb.Put(keyWindows, record.EncodeInt64(n+added))
-	})
-	return added, err
 }

@@ -1,7 +1,6 @@
 package ratedb
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,34 +8,6 @@ import (
 	"testing"
 	"time"
 )
-
-// compareRecs must order records exactly as bbolt orders their keys, or a
-// snapshot's inserts stop being sorted.
-func FuzzCompareRecs(f *testing.F) {
-	f.Add("a", "a\x00", false)
-	f.Add("abcdefgh1", "abcdefgh0", false)
-	f.Add("\xff", "\xff\xff\xff\xff\xff\xff\xff\xff\x00", true)
-	f.Add("", "x", true)
-	f.Add("user:0000000012", "user:0000000011", true)
-	f.Add("abcdefgh\x00", "abcdefgh", true)
-	f.Add("abcdefghijklmnop1", "abcdefghijklmnop0", true)
-	sa := &spec{prefix: []byte{1, 0, 0, 0, 0, 0, 0, 0, 1}}
-	sb := &spec{prefix: []byte{2, 0, 0, 0, 0, 0, 0, 0, 1}}
-	f.Fuzz(func(t *testing.T, ka, kb string, sameSpec bool) {
-		s2 := sb
-		if sameSpec {
-			s2 = sa
-		}
-		rec := func(s *spec, key string) snapRec {
-			kv := append(append([]byte{}, s.prefix...), key...)
-			return snapRec{s: s, kv: kv, kn: int32(len(kv)), k8: key8(key), k16: key16(key)}
-		}
-		a, b := rec(sa, ka), rec(s2, kb)
-		if got, want := compareRecs(&a, &b), bytes.Compare(a.key(), b.key()); got != want {
-			t.Fatalf("compareRecs(%q, %q) = %d, bytes.Compare = %d", ka, kb, got, want)
-		}
-	})
-}
 
 // The slab never hands out overlapping or moving bytes: bbolt keeps every
 // slice passed to Put until the transaction ends.

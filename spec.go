@@ -19,13 +19,12 @@ const maxCount = int64(^uint64(0) >> 1)
 // tier. It owns the keys of its entries in memory and on disk. There is one
 // spec per distinct (algorithm, scales, kind) in a DB.
 type spec struct {
-	db       *DB
-	alg      Algorithm
-	scales   []int64         // milliseconds, one per tier
-	prefix   []byte          // prefix of the key of every record in the file
-	seed     maphash.Seed    // of the in-memory hash: one per spec, so specs' keys hash apart
-	window   *Window         // the Window handle, for single-tier specs
-	migrated map[string]bool // legacy prefixes already moved to prefix (db.specMu)
+	db     *DB
+	alg    Algorithm
+	scales []int64      // milliseconds, one per tier
+	prefix []byte       // prefix of the key of every record in the file
+	seed   maphash.Seed // of the in-memory hash: one per spec, so specs' keys hash apart
+	window *Window      // the Window handle, for single-tier specs
 }
 
 // specFor returns the DB's spec for alg and scales, creating it on first use.

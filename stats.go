@@ -12,8 +12,9 @@ type Stats struct {
 	// holds, plus cold ones waiting to be written (with a file) or living in
 	// the in-memory cold store (without one).
 	WindowsInMemory int64
-	// WindowsOnDisk is the number of window records in the file, as of the
-	// last commit. 0 in memory-only mode.
+	// WindowsOnDisk is the number of windows in the file, as of the last
+	// commit (a damaged block's windows count until a write replaces or
+	// deletes it). 0 in memory-only mode.
 	WindowsOnDisk int64
 	// Allowed and Denied count Hit decisions.
 	Allowed int64
@@ -25,8 +26,8 @@ type Stats struct {
 	SnapshotFailures int64
 	// LastSnapshotDuration, LastSnapshotWindows and LastSnapshotBytes
 	// describe the last completed snapshot: how long it took, how many
-	// window records it wrote or deleted, and how many bytes of keys and
-	// values it wrote.
+	// changed windows it wrote or deleted, and how many bytes of blocks
+	// (bbolt keys and values) it wrote.
 	LastSnapshotDuration time.Duration
 	LastSnapshotWindows  int64
 	LastSnapshotBytes    int64
@@ -40,11 +41,13 @@ type Stats struct {
 	Reloaded int64
 	// Cleaned counts windows the janitor removed.
 	Cleaned int64
-	// CorruptSkipped counts records that failed validation and were ignored,
-	// plus one if Open found one of the file's two meta pages damaged and
-	// opened at the other one's (previous) commit, plus, if the page audit
-	// after Open rebuilt the file, its damaged pages and the records the
-	// rebuild left out.
+	// CorruptSkipped counts reads of a block of windows that failed
+	// validation and was ignored (by a look-up, a snapshot or the janitor,
+	// which replace or delete it), and records of a file of format ratedb/1
+	// its migration dropped, plus one if Open found one of the file's two
+	// meta pages damaged and opened at the other one's (previous) commit,
+	// plus, if the page audit after Open rebuilt the file, its damaged pages
+	// and the blocks the rebuild left out.
 	CorruptSkipped int64
 	// JanitorFailures counts janitor passes that failed to clean the file.
 	JanitorFailures int64

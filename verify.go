@@ -5,25 +5,25 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/ratedb/ratedb/internal/record"
 	bolt "go.etcd.io/bbolt"
 )
 
 // Verify reads the whole file and checks it: the structure of every page
-// (see the audit after Open, in Options.OnCorrupt), that keys are in order,
-// every window record's version and checksum, and that the expiry index and
-// the records agree. It returns nil
-// for a sound file, or an error wrapping ErrCorrupt that counts the problems
-// of each kind (never naming a key).
+// (see the audit after Open, in Options.OnCorrupt), every block's version,
+// structure and checksum, and that windows are in the file's order (each in
+// the block its hash leads to). It returns nil for a sound file, or an error
+// wrapping ErrCorrupt that counts the problems of each kind (never naming a
+// key).
 //
-// Open checks only what it must to open safely, and reads records as they are
+// Open checks only what it must to open safely, and reads blocks as they are
 // used, skipping and counting a damaged one. But bbolt checksums only its meta
-// pages: a flipped byte in a stored key or in a branch page can make windows
-// unreachable without any error, and their keys simply start fresh windows.
-// Verify finds such damage. It costs a full read of the file in one read
-// transaction (hits and snapshots go on meanwhile): run it at startup or from
-// a maintenance job, not per request. It changes nothing. In memory-only mode
-// it returns nil.
+// pages: a flipped byte in a branch page can make blocks unreachable without
+// any error, and their keys simply start fresh windows. Verify finds such
+// damage. It costs a full read of the file in one read transaction (hits and
+// snapshots go on meanwhile): run it at startup or from a maintenance job, not
+// per request. It changes nothing. In memory-only mode it returns nil.
 func (db *DB) Verify() error {
 	if !db.enter(0) {
 		return ErrClosed
@@ -34,11 +34,11 @@ func (db *DB) Verify() error {
 	}
 	// bbolt's own tx.Check is not used: it walks the pages on a goroutine
 	// of its own, where a damaged page's panic or fault cannot be caught.
-	var order, records, index, pages int
+	var order, blocks, pages int
 	err := db.view(func(tx *bolt.Tx) error {
-		wb, xb := tx.Bucket(bucketWindows), tx.Bucket(bucketIndex)
-		if wb == nil || xb == nil {
-			return fmt.Errorf("%w: missing bucket", ErrCorrupt)
+		bb := tx.Bucket(layout.BucketBlocks)
+		if bb == nil {
+			return errMissingBucket
 		}
 		// The pages: the transaction keeps every page it can reach from
 		// being reused, so they read the same through a file of our own.
@@ -46,49 +46,40 @@ func (db *DB) Verify() error {
 		if pages, err = db.auditTx(tx); err != nil || pages > 0 {
 			return err // bbolt's reads of a damaged page can fault
 		}
-		var buf [record.MaxTiers]counter
-		var ik, prev []byte
-		// Keys are in order, and every record decodes and has its index
-		// entry.
-		err = wb.ForEach(func(k, v []byte) error {
-			if prev != nil && bytes.Compare(prev, k) >= 0 {
-				order++
-			}
-			prev = append(prev[:0], k...)
-			cs, err := record.Decode(buf[:0], k, v, record.AnyTiers)
-			if err != nil {
-				records++
-				return nil
-			}
-			ik = record.AppendIndexKey(ik[:0], record.MaxEnd(cs), k)
-			if xb.Get(ik) == nil {
-				index++
-			}
-			return nil
-		})
+		secret, err := layout.Secret(tx.Bucket(layout.BucketMeta))
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
-		// Index keys are in order, and every index entry has its record,
-		// with that end.
-		prev = nil
-		return xb.ForEach(func(k, _ []byte) error {
-			if prev != nil && bytes.Compare(prev, k) >= 0 {
+		var (
+			blk     record.Block
+			prevKey []byte
+			prevWin []byte
+			prevH   uint64
+			anyPrev bool
+		)
+		return bb.ForEach(func(k, v []byte) error {
+			// Block keys are 8 bytes, in order, and each is above the
+			// hash of every window before it.
+			if len(k) != 8 || (prevKey != nil && bytes.Compare(prevKey, k) >= 0) ||
+				(anyPrev && prevH >= layout.KeyH(k)) {
 				order++
 			}
-			prev = append(prev[:0], k...)
-			end, rk, ok := record.ParseIndexKey(k)
-			if !ok {
-				index++
+			prevKey = append(prevKey[:0], k...)
+			if err := record.DecodeBlock(&blk, k, v); err != nil {
+				blocks++
 				return nil
 			}
-			v := wb.Get(rk)
-			if v == nil {
-				index++
-				return nil
-			}
-			if cs, err := record.Decode(buf[:0], rk, v, record.AnyTiers); err == nil && record.MaxEnd(cs) != end {
-				index++
+			// Its windows are in (hash, key) order, from its key on.
+			for i, w := range blk.Windows {
+				h := layout.Hash(secret, w.Key)
+				switch {
+				case i == 0 && h < layout.KeyH(k):
+					order++
+				case anyPrev && (h < prevH || h == prevH && bytes.Compare(prevWin, w.Key) >= 0):
+					order++
+				}
+				prevH, anyPrev = h, true
+				prevWin = append(prevWin[:0], w.Key...)
 			}
 			return nil
 		})
@@ -96,9 +87,9 @@ func (db *DB) Verify() error {
 	if err != nil {
 		return err
 	}
-	if pages+order+records+index > 0 {
-		return fmt.Errorf("%w: %d damaged pages, %d keys out of order, %d damaged records, %d index entries without a matching record or records without one",
-			ErrCorrupt, pages, order, records, index)
+	if pages+order+blocks > 0 {
+		return fmt.Errorf("%w: %d damaged pages, %d blocks or windows out of order, %d damaged blocks",
+			ErrCorrupt, pages, order, blocks)
 	}
 	return nil
 }
@@ -115,7 +106,7 @@ func (db *DB) auditTx(tx *bolt.Tx) (int, error) {
 	ps := db.bolt.Info().PageSize
 	a := newPageAudit(f, bmeta{pageSize: uint32(ps), pgid: uint64(tx.Size()) / uint64(ps)})
 	var roots []pageRef
-	for _, name := range [][]byte{bucketMeta, bucketWindows, bucketIndex} {
+	for _, name := range [][]byte{layout.BucketMeta, layout.BucketBlocks} {
 		b := tx.Bucket(name)
 		if b == nil {
 			return 0, fmt.Errorf("%w: missing bucket", ErrCorrupt)

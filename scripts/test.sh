@@ -46,8 +46,9 @@ echo "== fuzz (short)"
 # e.g. FUZZTIME=10m for a long local run.
 fuzz() { go test -run '^$' -fuzz "^$1\$" -fuzztime "${FUZZTIME:-$3}" "$2"; }
 fuzz FuzzDecode ./internal/record 150000x
+# packed file format (issue 11)
+fuzz FuzzDecodeBlock ./internal/record 60000x
 fuzz FuzzWindowArithmetic . 100000x
-fuzz FuzzCompareRecs . 100000x
 fuzz FuzzCheckPage . 8000x
 fuzz FuzzClientIP ./httplimit 20000x
 fuzz FuzzKeysUnambiguous ./httplimit 60000x

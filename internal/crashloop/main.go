@@ -50,6 +50,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,7 @@ import (
 	"time"
 
 	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/ratedb/ratedb/internal/record"
 	bolt "go.etcd.io/bbolt"
 )
@@ -620,7 +622,7 @@ func (p *parent) verify(path string, graceful bool) error {
 }
 
 // readFile opens the file read-only with bbolt, runs bbolt's consistency
-// check, and returns every window record decoded.
+// check, and returns every window decoded.
 func readFile(path string) (map[string][]record.Counter, error) {
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
@@ -636,17 +638,18 @@ func readFile(path string) (map[string][]record.Counter, error) {
 		if len(errs) > 0 {
 			return fmt.Errorf("bbolt consistency check: %w", errors.Join(errs...))
 		}
-		wb := tx.Bucket([]byte("windows"))
-		if wb == nil {
-			return errors.New("no windows bucket")
+		if f := tx.Bucket(layout.BucketMeta).Get(layout.KeyFormat); string(f) != string(layout.Format) {
+			return fmt.Errorf("format %q, want %q", f, layout.Format)
 		}
-		return wb.ForEach(func(k, v []byte) error {
-			cs, err := record.Decode(nil, k, v, record.AnyTiers)
-			if err != nil {
-				return fmt.Errorf("record fails to decode: %w", err)
-			}
-			out[string(k)] = cs
-			return nil
+		return layout.ForEach(tx, layout.Visitor{
+			Window: func(k []byte, cs []record.Counter) error {
+				if _, dup := out[string(k)]; dup {
+					return errors.New("a window is in the file twice")
+				}
+				out[string(k)] = slices.Clone(cs)
+				return nil
+			},
+			Damaged: func(err error) error { return fmt.Errorf("a block fails to decode: %w", err) },
 		})
 	})
 	return out, err

@@ -1,9 +1,11 @@
-// Package record encodes and decodes what ratedb stores in its bbolt file: the
-// key of a window, its value (the counters of every tier, a format version and
-// a checksum), and the key of its entry in the expiry index.
+// Package record encodes and decodes what ratedb stores in its bbolt file:
+// blocks of windows (file format ratedb/2, see AppendBlock), each window a
+// record key and the counters of its tiers. The one-value-per-window record
+// and expiry-index key of format ratedb/1 (Decode, AppendValue,
+// AppendIndexKey) remain for the migration of such files.
 //
-// Every function here is pure and allocation-conscious; Decode never panics on
-// any input (it is fuzzed).
+// Every function here is pure and allocation-conscious; Decode and
+// DecodeBlock never panic on any input (they are fuzzed).
 package record
 
 import (

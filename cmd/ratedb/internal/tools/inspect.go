@@ -15,9 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/ratedb/ratedb/internal/record"
-	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // ErrInUse is returned when the file's lock is held by a running ratedb.
@@ -26,7 +25,7 @@ var ErrInUse = errors.New("the file is in use by a running ratedb (its lock is h
 // lockTimeout is how long the tools wait for the file's lock.
 const lockTimeout = time.Second
 
-// Window is one window record of a state file.
+// Window is one window of a state file.
 type Window struct {
 	// Key is the key the limiter counted (for the service: see the
 	// README's "counted keys").
@@ -42,7 +41,8 @@ type Window struct {
 	Live bool `json:"live"`
 }
 
-// Summary totals a file.
+// Summary totals a file. Records counts windows, plus one for each damaged
+// block (Unreadable counts those and windows of an unknown kind).
 type Summary struct {
 	Records    int `json:"records"`
 	Listed     int `json:"listed"`
@@ -52,35 +52,17 @@ type Summary struct {
 }
 
 // Inspect lists the windows of the ratedb file at path whose key starts
-// with prefix, opening it read-only. It returns ErrInUse while a ratedb
-// process holds the file.
+// with prefix, opening it read-only (a file of format ratedb/1, which ratedb
+// migrates when it opens it, is read as it is). It returns ErrInUse while a
+// ratedb process holds the file.
 func Inspect(path, prefix string, now time.Time) ([]Window, Summary, error) {
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: lockTimeout})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, Summary{}, fmt.Errorf("%s: %w", path, ErrInUse)
-	}
-	if err != nil {
-		return nil, Summary{}, fmt.Errorf("%s is not a readable ratedb file: %w", path, err)
-	}
-	defer bdb.Close()
 	var out []Window
 	var sum Summary
-	err = bdb.View(func(tx *bolt.Tx) error {
-		mb, wb := tx.Bucket([]byte("meta")), tx.Bucket([]byte("windows"))
-		if mb == nil || wb == nil || string(mb.Get([]byte("format"))) != "ratedb/1" {
-			return fmt.Errorf("%s is not a ratedb file (format ratedb/1)", path)
-		}
-		var cs []record.Counter
-		return wb.ForEach(func(k, v []byte) error {
+	err := layout.Read(path, lockTimeout, layout.Visitor{
+		Window: func(k []byte, cs []record.Counter) error {
 			sum.Records++
 			w, key, ok := parseKey(k)
-			if !ok {
-				sum.Unreadable++
-				return nil
-			}
-			var err error
-			cs, err = record.Decode(cs, k, v, len(w.Scales))
-			if err != nil {
+			if !ok || len(cs) != len(w.Scales) {
 				sum.Unreadable++
 				return nil
 			}
@@ -107,9 +89,19 @@ func Inspect(path, prefix string, now time.Time) ([]Window, Summary, error) {
 			}
 			out = append(out, w)
 			return nil
-		})
+		},
+		Damaged: func(error) error {
+			sum.Records++
+			sum.Unreadable++
+			return nil
+		},
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, layout.ErrInUse):
+		return nil, Summary{}, fmt.Errorf("%s: %w", path, ErrInUse)
+	case errors.Is(err, layout.ErrFormat):
+		return nil, Summary{}, fmt.Errorf("%s is not a readable ratedb file: %w", path, err)
+	case err != nil:
 		return nil, Summary{}, err
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
