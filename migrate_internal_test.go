@@ -3,11 +3,11 @@ package ratedb
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/ratedb/ratedb/internal/fixture"
 	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/ratedb/ratedb/internal/record"
 	"github.com/stretchr/testify/assert"
@@ -15,23 +15,12 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// fixtureBase is the clock of testdata/format1.bbolt, a file of format
-// ratedb/1 written by the code of 82dff78: keys user-00 .. user-09, key i
-// hit under FixedWindow 1h (i+1 times), PerKeyWindow 1m (2i+1),
-// StaggeredWindow 24h (3i+1) and a Layered FixedWindow (1m, 1h) limiter
-// (i+5), all at fixtureBase.
+// fixtureBase is the clock of the ratedb/1 fixture (see fixture.Format1).
 var fixtureBase = time.UnixMilli(1_767_225_600_000)
 
-// copyFixture copies testdata/format1.bbolt to a new file and returns its
-// path.
-func copyFixture(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "format1.bbolt"))
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "rate.db")
-	require.NoError(t, os.WriteFile(path, b, 0o600))
-	return path
-}
+// copyFixture copies the ratedb/1 fixture (see fixture.Format1) to a new
+// file and returns its path.
+func copyFixture(t *testing.T) string { return fixture.Format1(t) }
 
 // fileState returns the format marker, the secret and whether the ratedb/1
 // buckets are there, of the closed file at path.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/internal/fixture"
 	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/ratedb/ratedb/internal/record"
 	"github.com/stretchr/testify/assert"
@@ -31,10 +32,7 @@ func counts(t *testing.T, path string) (map[string]int64, int) {
 // The reader reads a file of format ratedb/1 as it is, and the same windows
 // once ratedb has migrated it.
 func TestReadBothFormats(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "format1.bbolt"))
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "rate.db")
-	require.NoError(t, os.WriteFile(path, b, 0o600))
+	path := fixture.Format1(t)
 	v1, damaged := counts(t, path)
 	assert.Len(t, v1, 40)
 	assert.Zero(t, damaged)
