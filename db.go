@@ -27,6 +27,7 @@ type DB struct {
 	fileErr    error       // set (snapMu held) when the file must not be written: see auditFile
 	secret     siphash.Key // the file's hash key: read under boltMu or snapMu, switched with bolt
 	blocks     blockIndex  // every block's earliest expiry and size (snapMu)
+	snapBufs   snapBufs    // a snapshot's buffers, kept for the next one (snapMu)
 	auditIndex blockIndex  // the blockIndex the audit after Open read (snapMu)
 	cache      *ristretto.Cache[uint64, *entry]
 	kot        int64 // Options.KeyOlderThan in milliseconds

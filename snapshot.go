@@ -42,23 +42,85 @@ func (db *DB) backgroundSnapshot() {
 // slabChunk is the size of one chunk of a snapshot's slab.
 const slabChunk = 1 << 20
 
-// slab hands out byte slices for the records of one snapshot. It grows by
-// whole chunks and never moves or reuses bytes already handed out: bbolt
-// keeps every slice passed to Put until its transaction ends.
+// slab hands out byte slices for the blocks of one write transaction. It
+// grows by whole chunks and never moves or reuses bytes already handed out
+// while the transaction lives: bbolt keeps every slice passed to Put until
+// the transaction ends. Once it has ended, release gives the chunks back to
+// pool for the next transaction.
 type slab struct {
 	buf   []byte
 	total int
+	used  [][]byte  // the chunks handed out from, buf's included
+	pool  *[][]byte // free chunks of slabChunk bytes; nil: allocate each
 }
 
 // alloc returns a fresh slice of n bytes.
 func (sl *slab) alloc(n int) []byte {
 	if cap(sl.buf)-len(sl.buf) < n {
-		sl.buf = make([]byte, 0, max(n, slabChunk))
+		if p := sl.pool; p != nil && n <= slabChunk && len(*p) > 0 {
+			sl.buf = (*p)[len(*p)-1][:0]
+			*p = (*p)[:len(*p)-1]
+		} else {
+			sl.buf = make([]byte, 0, max(n, slabChunk))
+		}
+		sl.used = append(sl.used, sl.buf)
 	}
 	start := len(sl.buf)
 	sl.buf = sl.buf[:start+n]
 	sl.total += n
 	return sl.buf[start : start+n : start+n]
+}
+
+// release returns the slab's chunks of slabChunk bytes to its pool. Only
+// after the transaction that was given its slices has ended.
+func (sl *slab) release() {
+	if sl.pool != nil {
+		for _, c := range sl.used {
+			if cap(c) == slabChunk {
+				*sl.pool = append(*sl.pool, c)
+			}
+		}
+	}
+	sl.buf, sl.used = nil, nil
+}
+
+// maxPooledChunks bounds the slab chunks kept between transactions (32
+// MiB): a transaction of snapshotBatch changes at a million windows puts
+// about 4 MiB of blocks.
+const maxPooledChunks = 32
+
+// snapBufs are a snapshot's buffers, kept from one snapshot to the next so
+// that a steady stream of changed windows does not make the garbage
+// collector run for them: the queues of dirty entries traded with the
+// shards, the change set, and the slab chunks of the blocks put (reused only
+// once their transaction has ended).
+type snapBufs struct {
+	spare  [numShards][]*entry
+	set    changeSet
+	chunks [][]byte
+}
+
+// keep decides, after a snapshot that copied n changes, whether to keep the
+// buffers: not when they are more than four times what n needed (a flood
+// that has passed), so that they do not hold its memory for ever. Every
+// pointer in them is cleared, so nothing they hold keeps an entry alive.
+func (b *snapBufs) keep(n int) {
+	const floor = 1 << 12
+	waste := cap(b.set.changes) > 4*max(n, floor)
+	for i := range b.spare {
+		clear(b.spare[i][:cap(b.spare[i])])
+		if waste || cap(b.spare[i]) > 4*max(n/numShards, floor) {
+			b.spare[i] = nil
+		}
+	}
+	clear(b.set.changes[:cap(b.set.changes)])
+	if waste {
+		b.set = changeSet{}
+		b.chunks = nil
+	} else if len(b.chunks) > maxPooledChunks {
+		clear(b.chunks[maxPooledChunks:])
+		b.chunks = b.chunks[:maxPooledChunks]
+	}
 }
 
 // snapshot copies the dirty windows, writes them sorted by key in batches,
@@ -83,19 +145,28 @@ func (db *DB) snapshotLocked() (int64, error) {
 	defer db.progress.signal()
 
 	var lists [numShards][]*entry
+	bufs := &db.snapBufs
 	n := 0
 	for i := range db.shards {
 		sh := &db.shards[i]
 		sh.dmu.Lock()
 		lists[i] = sh.dirty
-		sh.dirty = nil
+		sh.dirty = bufs.spare[i][:0]
 		sh.dmu.Unlock()
 		n += len(lists[i])
 	}
+	defer func() {
+		bufs.spare = lists
+		bufs.keep(n)
+	}()
 	if n == 0 {
 		return 0, nil
 	}
-	set := &changeSet{changes: make([]change, 0, n), keys: make([]byte, 0, 32*n), cs: make([]counter, 0, n)}
+	set := &bufs.set
+	set.changes, set.keys, set.cs = set.changes[:0], set.keys[:0], set.cs[:0]
+	if cap(set.changes) < n {
+		set.changes = make([]change, 0, n)
+	}
 	var buf [record.MaxTiers]counter
 	secret := db.secret
 	for _, list := range lists {
@@ -221,11 +292,14 @@ var testBatchHook func() error
 // block index and the window count in step.
 func (db *DB) writeBatch(set *changeSet, recs []change) (written int64, err error) {
 	var (
-		sl slab
+		sl = slab{pool: &db.snapBufs.chunks}
 		w  *blockWriter
 	)
+	// bbolt holds the slab's slices until the transaction ends, committed
+	// or not; then they may serve the next one.
+	defer sl.release()
 	err = db.update(func(tx *bolt.Tx) error {
-		sl = slab{}
+		sl.release()
 		if testBatchHook != nil {
 			if err := testBatchHook(); err != nil {
 				return err

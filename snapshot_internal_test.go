@@ -33,6 +33,82 @@ func TestSlabNeverReuses(t *testing.T) {
 	}
 }
 
+// A slab with a pool hands out chunks from it, and gives them back on
+// release; bytes handed out before a release are not reused before it.
+func TestSlabPool(t *testing.T) {
+	pool := [][]byte{make([]byte, 0, slabChunk)}
+	sl := slab{pool: &pool}
+	a := sl.alloc(slabChunk - 10)
+	if len(pool) != 0 {
+		t.Fatal("the pooled chunk was not taken")
+	}
+	b := sl.alloc(100) // does not fit: a new chunk
+	if &a[0] == &b[0] || len(sl.used) != 2 {
+		t.Fatalf("two chunks expected, used %d", len(sl.used))
+	}
+	sl.alloc(2 * slabChunk) // an odd size is never pooled
+	sl.release()
+	if len(pool) != 2 || sl.buf != nil || sl.used != nil {
+		t.Fatalf("release pooled %d chunks, want 2", len(pool))
+	}
+}
+
+// A snapshot's buffers are kept for the next one, hold no pointer to an
+// entry in between, and are dropped after a snapshot that needed far less
+// than they hold (a flood that has passed).
+func TestSnapshotBuffersKeptAndDropped(t *testing.T) {
+	clk := &settableClock{t: time.UnixMilli(1_767_225_600_000)}
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w, _ := db.Window(FixedWindow, time.Hour)
+	hit := func(n int) {
+		for i := range n {
+			if _, err := w.Inc(context.Background(), fmt.Sprint("k", i), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noPointers := func() {
+		t.Helper()
+		b := &db.snapBufs
+		for i := range b.spare {
+			for _, e := range b.spare[i][:cap(b.spare[i])] {
+				if e != nil {
+					t.Fatal("a spare dirty queue holds an entry")
+				}
+			}
+		}
+		for _, c := range b.set.changes[:cap(b.set.changes)] {
+			if c.e != nil {
+				t.Fatal("the change set holds an entry")
+			}
+		}
+	}
+	hit(30_000)
+	if c := cap(db.snapBufs.set.changes); c < 30_000 {
+		t.Fatalf("change set of capacity %d kept, want >= 30000", c)
+	}
+	if len(db.snapBufs.chunks) == 0 {
+		t.Fatal("no slab chunk kept")
+	}
+	noPointers()
+	hit(10)
+	if c := cap(db.snapBufs.set.changes); c != 0 {
+		t.Fatalf("change set of capacity %d kept after a snapshot of 10 changes", c)
+	}
+	noPointers()
+	n, err := w.Get(context.Background(), "k7")
+	if err != nil || n != 2 {
+		t.Fatalf("k7 = %d, %v; want 2", n, err)
+	}
+}
+
 // A snapshot larger than one batch writes every window; when a later batch
 // fails, the batches already committed stay on disk, every window of the
 // failed and later batches stays dirty, and the next snapshot writes them:
