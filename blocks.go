@@ -225,9 +225,18 @@ func newBlockWriter(tx *bolt.Tx, secret siphash.Key, x blockIndex, sl *slab) (*b
 
 // write merges changes, a run of set.changes sorted by set.compare, into
 // the blocks they fall in.
-func (w *blockWriter) write(set *changeSet, changes []change) error {
+//
+// It stops at the first block boundary after putting budget bytes of blocks
+// and returns how many of changes it wrote: a transaction's memory (bbolt
+// keeps every block put, and copies every page it touches, until the
+// transaction ends) grows with the blocks touched, which sparse changes in a
+// large file make many per change.
+func (w *blockWriter) write(set *changeSet, changes []change, budget int64) (int, error) {
 	c := w.bb.Cursor()
 	for i := 0; i < len(changes); {
+		if w.written >= budget {
+			return i, nil
+		}
 		// Seek from the root for each block: the Puts of the last one
 		// leave the cursor's position stale.
 		k, v := layout.SeekBlock(c, changes[i].h)
@@ -252,11 +261,11 @@ func (w *blockWriter) write(set *changeSet, changes []change) error {
 			}
 		}
 		if err := w.merge(key, k, v, set, changes[i:j]); err != nil {
-			return err
+			return 0, err
 		}
 		i = j
 	}
-	return nil
+	return len(changes), nil
 }
 
 // merge writes the block of key, whose current bbolt key and value are

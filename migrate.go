@@ -3,6 +3,7 @@ package ratedb
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/ratedb/ratedb/internal/layout"
@@ -99,7 +100,7 @@ func (db *DB) migrateV1() error {
 		if err != nil {
 			return err
 		}
-		if err := w.write(&set, sorted); err != nil {
+		if _, err := w.write(&set, sorted, math.MaxInt64); err != nil {
 			return err
 		}
 		if err := putCount(tx, w.delta); err != nil {

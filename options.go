@@ -56,8 +56,9 @@ type Options struct {
 	//	WindowsInMemory <= MaxHotKeys + MaxSnapshotBacklog + calls in progress
 	//
 	// and memory is about that many windows times the bytes per window,
-	// plus what bbolt copies while a snapshot writes (up to one 4 KiB page
-	// per window of a batch of 131,072) and Go's heap headroom (README,
+	// plus what a snapshot's transaction holds while it writes (about 16 MiB
+	// of blocks and bbolt's copies of the pages they touch) and Go's heap
+	// headroom (README,
 	// "Under a flood of new keys"). Calls on windows already in memory never
 	// wait, and a waiting call is slower, never wrong; if the snapshot it runs fails,
 	// it returns that error and counts nothing. Under a sustained flood,

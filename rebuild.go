@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -164,7 +165,7 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 			if w, err = newBlockWriter(tx, secret, blocks, &sl); err != nil {
 				return err
 			}
-			if err := w.write(&set, batch); err != nil {
+			if _, err := w.write(&set, batch, math.MaxInt64); err != nil {
 				return err
 			}
 			return putCount(tx, kept+w.delta)

@@ -10,7 +10,7 @@ import (
 
 // Snapshot writes every window changed since the last snapshot to the file,
 // merged into the blocks they fall in, in transactions of at most 131,072
-// changed windows, and returns when all have committed. It costs in
+// changed windows and about 16 MiB of blocks, and returns when all have committed. It costs in
 // proportion to the windows changed (and the blocks they touch), not to the
 // windows held. Hits are never blocked by its disk I/O: a window changed
 // while the write is under way is simply written by the next snapshot. (A
@@ -207,7 +207,7 @@ func (db *DB) snapshotLocked() (int64, error) {
 	var written, bytesWritten int64
 	for len(recs) > 0 {
 		batch := recs[:min(len(recs), snapshotBatch)]
-		n, err := db.writeBatch(set, batch)
+		n, nb, err := db.writeBatch(set, batch)
 		if err != nil {
 			// Every record not yet committed leaves the backlog and its
 			// entry, if still in memory and clean, joins it again.
@@ -228,8 +228,9 @@ func (db *DB) snapshotLocked() (int64, error) {
 			db.stats.lastSnapErr.Store(&err)
 			return written, err
 		}
-		written += int64(len(batch))
-		bytesWritten += n
+		batch = batch[:n]
+		written += int64(n)
+		bytesWritten += nb
 		db.stats.backlog.Add(-int64(len(batch)))
 		for i := range batch {
 			e := batch[i].e
@@ -279,18 +280,26 @@ func touchChanges(cs []change) {
 	runtime.KeepAlive(n)
 }
 
-// snapshotBatch is the most windows one snapshot transaction writes (a
-// variable only so that tests can make batches small).
-var snapshotBatch = 1 << 17
+// snapshotBatch is the most windows one snapshot transaction writes, and
+// snapshotTxBytes about the most bytes of blocks (it stops at the first
+// block boundary past them): a transaction holds its blocks, and bbolt's
+// copies of the pages they touch, in memory until it commits. (Variables
+// only so that tests can make batches small.)
+var (
+	snapshotBatch         = 1 << 17
+	snapshotTxBytes int64 = 16 << 20
+)
 
 // testBatchHook, when set by a test, runs inside each batch's transaction;
 // an error it returns fails the batch.
 var testBatchHook func() error
 
 // writeBatch writes recs, a run of set.changes sorted by set.compare, in one
-// transaction, and returns how many bytes of blocks it wrote. It keeps the
-// block index and the window count in step.
-func (db *DB) writeBatch(set *changeSet, recs []change) (written int64, err error) {
+// transaction, stopping at a block boundary once snapshotTxBytes bytes of
+// blocks are put, and returns how many of recs it wrote (at least one) and
+// how many bytes of blocks. It keeps the block index and the window count in
+// step.
+func (db *DB) writeBatch(set *changeSet, recs []change) (n int, written int64, err error) {
 	var (
 		sl = slab{pool: &db.snapBufs.chunks}
 		w  *blockWriter
@@ -309,16 +318,16 @@ func (db *DB) writeBatch(set *changeSet, recs []change) (written int64, err erro
 		if w, err = newBlockWriter(tx, db.secret, db.blocks, &sl); err != nil {
 			return err
 		}
-		if err := w.write(set, recs); err != nil {
+		if n, err = w.write(set, recs, snapshotTxBytes); err != nil {
 			return err
 		}
 		return putCount(tx, db.stats.diskWindows.Load()+w.delta)
 	})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	db.blocks.apply(w.edits)
 	db.stats.diskWindows.Add(w.delta)
 	db.stats.corrupt.Add(w.corrupt)
-	return w.written, nil
+	return n, w.written, nil
 }

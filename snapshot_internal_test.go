@@ -173,3 +173,63 @@ func TestSnapshotBatches(t *testing.T) {
 		t.Fatalf("%d windows on disk after reopen, want %d", st.WindowsOnDisk, keys)
 	}
 }
+
+// A transaction stops at a block boundary once it has put snapshotTxBytes
+// bytes of blocks: a snapshot of sparse changes in a large file then takes
+// several transactions, each committed with the windows it wrote, and every
+// window is written once. Every count is exact after a reopen.
+func TestSnapshotTxBytesBudget(t *testing.T) {
+	defer func(b int64) { snapshotTxBytes, testBatchHook = b, nil }(snapshotTxBytes)
+	now := time.UnixMilli(1_767_225_600_000)
+	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1}
+	path := filepath.Join(t.TempDir(), "rate.db")
+	db, err := Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := db.Window(FixedWindow, time.Hour)
+	ctx := context.Background()
+	const keys = 3000
+	inc := func(from, step int) {
+		for i := from; i < keys; i += step {
+			if _, err := w.Inc(ctx, fmt.Sprint("k", i), int64(i%7+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	inc(0, 1)
+	if err := db.Snapshot(); err != nil { // one transaction: the budget is large
+		t.Fatal(err)
+	}
+	snapshotTxBytes = 4 << 10
+	txs := 0
+	testBatchHook = func() error { txs++; return nil }
+	inc(0, 10) // every 10th key again: sparse changes over every block
+	if err := db.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	if txs < 5 || st.LastSnapshotWindows != keys/10 || st.WindowsOnDisk != keys {
+		t.Fatalf("%d transactions, %d windows written, %d on disk; want >= 5, %d, %d", txs, st.LastSnapshotWindows, st.WindowsOnDisk, keys/10, keys)
+	}
+	if err := db.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(path, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w, _ = db.Window(FixedWindow, time.Hour)
+	for i := range keys {
+		want := int64(i%7 + 1)
+		if i%10 == 0 {
+			want *= 2
+		}
+		if n, err := w.Get(ctx, fmt.Sprint("k", i)); err != nil || n != want {
+			t.Fatalf("k%d after reopen = %d, %v; want %d", i, n, err, want)
+		}
+	}
+}
