@@ -370,6 +370,16 @@ func (w *blockWriter) put(key uint64, ws []record.BlockWindow, hs []uint64) erro
 	return nil
 }
 
+// delete deletes the block of key.
+func (w *blockWriter) delete(key uint64) error {
+	kb := layout.BlockKey(key)
+	if err := w.bb.Delete(kb[:]); err != nil {
+		return err
+	}
+	w.edits = append(w.edits, blockEdit{key: key, del: true})
+	return nil
+}
+
 // putOne writes ws as the block of key.
 func (w *blockWriter) putOne(key uint64, ws []record.BlockWindow) error {
 	kb := w.sl.alloc(8)

@@ -231,88 +231,78 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 	)
 	for len(due) > 0 {
 		var (
-			edits   []blockEdit
-			delta   int64
+			w       *blockWriter
 			n, used int
-			corrupt int64
 		)
+		sl := slab{pool: &db.snapBufs.chunks}
 		err := db.update(func(tx *bolt.Tx) error {
-			edits, delta, n, corrupt = edits[:0], 0, 0, 0
-			bb := tx.Bucket(layout.BucketBlocks)
-			if bb == nil {
-				return errMissingBucket
+			sl.release()
+			n = 0
+			var err error
+			if w, err = newBlockWriter(tx, db.secret, db.blocks, &sl); err != nil {
+				return err
 			}
-			bb.FillPercent = blockFill
-			var sl slab
 			visited := 0
 			for used = 0; used < len(due) && visited < cleanBatch; used++ {
 				key := due[used]
 				kb := layout.BlockKey(key)
-				v := bb.Get(kb[:])
+				v := w.bb.Get(kb[:])
 				if v == nil {
-					edits = append(edits, blockEdit{key: key, del: true})
+					w.edits = append(w.edits, blockEdit{key: key, del: true})
 					continue
 				}
 				if err := record.DecodeBlock(&blk, kb[:], v); err != nil {
 					// Its windows are lost.
-					info := db.blocks[key]
-					corrupt++
-					if err := bb.Delete(kb[:]); err != nil {
+					w.corrupt++
+					w.delta -= db.blocks[key].n
+					if err := w.delete(key); err != nil {
 						return err
 					}
-					delta -= info.n
-					edits = append(edits, blockEdit{key: key, del: true})
 					continue
 				}
 				visited += len(blk.Windows)
 				keep = keep[:0]
-				for _, w := range blk.Windows {
-					if record.MaxEnd(w.Counters) > cutoff {
-						keep = append(keep, w)
+				for _, win := range blk.Windows {
+					if record.MaxEnd(win.Counters) > cutoff {
+						keep = append(keep, win)
 						continue
 					}
-					inMem, live := db.inMemory(w.Key, cutoff)
+					inMem, live := db.inMemory(win.Key, cutoff)
 					if live {
 						// The window moved on in memory; the next snapshot
 						// rewrites it.
-						keep = append(keep, w)
+						keep = append(keep, win)
 						continue
 					}
-					if _, seen := skip[string(w.Key)]; !seen && !inMem {
+					if _, seen := skip[string(win.Key)]; !seen && !inMem {
 						n++
 					}
 				}
 				if len(keep) == len(blk.Windows) {
 					continue
 				}
-				delta -= int64(len(blk.Windows) - len(keep))
+				w.delta -= int64(len(blk.Windows) - len(keep))
 				if len(keep) == 0 {
-					if err := bb.Delete(kb[:]); err != nil {
-						return err
-					}
-					edits = append(edits, blockEdit{key: key, del: true})
-					continue
+					err = w.delete(key)
+				} else {
+					err = w.putOne(key, keep)
 				}
-				pk := sl.alloc(8)
-				copy(pk, kb[:])
-				pv := sl.alloc(record.BlockLen(keep))
-				record.AppendBlock(pv[:0], pk, keep)
-				if err := bb.Put(pk, pv); err != nil {
+				if err != nil {
 					return err
 				}
-				edits = append(edits, blockEdit{key: key, info: blockInfo{minEnd: record.MinEnd(keep), n: int64(len(keep))}})
 			}
-			if delta == 0 {
+			if w.delta == 0 {
 				return nil
 			}
-			return putCount(tx, db.stats.diskWindows.Load()+delta)
+			return putCount(tx, db.stats.diskWindows.Load()+w.delta)
 		})
+		sl.release() // the transaction has ended
 		if err != nil {
 			return removed, err
 		}
-		db.blocks.apply(edits)
-		db.stats.diskWindows.Add(delta)
-		db.stats.corrupt.Add(corrupt)
+		db.blocks.apply(w.edits)
+		db.stats.diskWindows.Add(w.delta)
+		db.stats.corrupt.Add(w.corrupt)
 		removed += n
 		due = due[used:]
 	}

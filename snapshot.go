@@ -10,13 +10,13 @@ import (
 
 // Snapshot writes every window changed since the last snapshot to the file,
 // merged into the blocks they fall in, in transactions of at most 131,072
-// changed windows and about 16 MiB of blocks, and returns when all have committed. It costs in
-// proportion to the windows changed (and the blocks they touch), not to the
-// windows held. Hits are never blocked by its disk I/O: a window changed
-// while the write is under way is simply written by the next snapshot. (A
-// call that would bring a window into a memory already holding MaxHotKeys +
-// MaxSnapshotBacklog windows waits for a batch to commit, or runs a snapshot
-// itself: see Options.MaxSnapshotBacklog.)
+// changed windows and about 16 MiB of blocks, and returns when all have
+// committed. It costs in proportion to the windows changed (and the blocks
+// they touch), not to the windows held. Hits are never blocked by its disk
+// I/O: a window changed while the write is under way is simply written by
+// the next snapshot. (A call that would bring a window into a memory already
+// holding MaxHotKeys + MaxSnapshotBacklog windows waits for a batch to
+// commit, or runs a snapshot itself: see Options.MaxSnapshotBacklog.)
 //
 // A crash loses at most the hits admitted since the last completed snapshot
 // began: every window in the file is at least as new as it was then. In
@@ -48,10 +48,9 @@ const slabChunk = 1 << 20
 // the transaction ends. Once it has ended, release gives the chunks back to
 // pool for the next transaction.
 type slab struct {
-	buf   []byte
-	total int
-	used  [][]byte  // the chunks handed out from, buf's included
-	pool  *[][]byte // free chunks of slabChunk bytes; nil: allocate each
+	buf  []byte
+	used [][]byte  // the chunks handed out from, buf's included
+	pool *[][]byte // free chunks of slabChunk bytes; nil: allocate each
 }
 
 // alloc returns a fresh slice of n bytes.
@@ -67,7 +66,6 @@ func (sl *slab) alloc(n int) []byte {
 	}
 	start := len(sl.buf)
 	sl.buf = sl.buf[:start+n]
-	sl.total += n
 	return sl.buf[start : start+n : start+n]
 }
 
@@ -123,7 +121,7 @@ func (b *snapBufs) keep(n int) {
 	}
 }
 
-// snapshot copies the dirty windows, writes them sorted by key in batches,
+// snapshot copies the dirty windows, writes them in the file's order in batches,
 // and settles the entries: as its batch commits a cold entry leaves memory;
 // on a failure every entry not yet committed is dirty again.
 func (db *DB) snapshot() error {
