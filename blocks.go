@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/ratedb/ratedb/internal/layout"
@@ -111,6 +112,7 @@ type changeSet struct {
 	changes []change
 	keys    []byte
 	cs      []counter
+	tmp     []change // sort's scratch space, cleared after each use
 }
 
 // add appends a change of the record key prefix+key (hashed under secret)
@@ -136,6 +138,23 @@ func (s *changeSet) counters(c *change) []counter {
 	return s.cs[c.coff:end:end]
 }
 
+// touchKeys reads the first byte of each change's record key, and its first
+// counter, before the merge compares and copies them: sorting scattered the
+// changes away from their keys and counters, and the reads miss the cache
+// together instead of in turn.
+func (s *changeSet) touchKeys(cs []change) {
+	n := 0
+	for i := range cs {
+		if cs[i].klen > 0 {
+			n += int(s.keys[cs[i].koff])
+		}
+		if cs[i].cn > 0 {
+			n += int(s.cs[cs[i].coff].End)
+		}
+	}
+	runtime.KeepAlive(n)
+}
+
 // compare orders changes as the file orders windows: by hash, then record
 // key.
 func (s *changeSet) compare(a, b *change) int {
@@ -145,50 +164,60 @@ func (s *changeSet) compare(a, b *change) int {
 	return bytes.Compare(s.key(a), s.key(b))
 }
 
-// radixBits is the number of top bits of h by which sortChanges buckets a
-// large set of changes before sorting each bucket.
-const radixBits = 16
+// radixMin is the smallest set of changes that sort buckets by radix
+// before sorting each bucket.
+const radixMin = 1 << 12
 
-// sort sorts s.changes by s.compare. A large set is first bucketed in place
-// by the top radixBits bits of h (an American flag sort): h is a keyed hash,
-// so the buckets are small and even, and the sort costs about two passes
-// instead of pdqsort's log n.
+// sort sorts s.changes by s.compare. A large set is first ordered by the top
+// 16 bits of h in two stable scatter passes of 8 bits each (a least
+// significant digit radix sort, through s.tmp): h is a keyed hash, so the
+// runs of equal top bits are short and even, and each is then sorted by
+// comparison. The scatter passes read in order and write to 256 streams,
+// which the memory system overlaps; an in-place permutation would wait for
+// each of a million cache misses in turn.
 func (s *changeSet) sort() {
 	changes := s.changes
 	byOrder := func(a, b change) int { return s.compare(&a, &b) }
-	if len(changes) < 1<<radixBits {
+	if len(changes) < radixMin {
 		slices.SortFunc(changes, byOrder)
 		return
 	}
-	const shift = 64 - radixBits
-	start := make([]int, 1<<radixBits+1) // bucket b is changes[start[b]:start[b+1]]
-	for i := range changes {
-		start[changes[i].h>>shift+1]++
+	if cap(s.tmp) < len(changes) {
+		s.tmp = make([]change, len(changes))
 	}
-	for b := 1; b < len(start); b++ {
-		start[b] += start[b-1]
-	}
-	next := slices.Clone(start[:1<<radixBits]) // the first slot of bucket b not yet settled
-	for b := range next {
-		end := start[b+1]
-		for next[b] < end {
-			i := next[b]
-			d := int(changes[i].h >> shift)
-			if d == b {
-				next[b]++
-				continue
-			}
-			// changes[i] belongs in bucket d: swap it into d's next slot
-			// and look at what came back.
-			j := next[d]
-			next[d]++
-			changes[i], changes[j] = changes[j], changes[i]
+	tmp := s.tmp[:len(changes)]
+	scatter(tmp, changes, 48)
+	scatter(changes, tmp, 56)
+	clear(tmp) // it holds entry pointers
+	for i := 0; i < len(changes); {
+		top := changes[i].h >> 48
+		j := i + 1
+		for j < len(changes) && changes[j].h>>48 == top {
+			j++
 		}
-	}
-	for b := range 1 << radixBits {
-		if bucket := changes[start[b]:start[b+1]]; len(bucket) > 1 {
-			slices.SortFunc(bucket, byOrder)
+		if j-i > 1 {
+			slices.SortFunc(changes[i:j], byOrder)
 		}
+		i = j
+	}
+}
+
+// scatter copies src into dst (of the same length) ordered by the byte of
+// h at bit shift, keeping the order of src among equal bytes.
+func scatter(dst, src []change, shift uint) {
+	var next [256]int
+	for i := range src {
+		next[byte(src[i].h>>shift)]++
+	}
+	sum := 0
+	for d, c := range next {
+		next[d] = sum
+		sum += c
+	}
+	for i := range src {
+		d := byte(src[i].h >> shift)
+		dst[next[d]] = src[i]
+		next[d]++
 	}
 }
 
@@ -260,6 +289,7 @@ func (w *blockWriter) write(set *changeSet, changes []change, budget int64) (int
 				j = max(j, i+1)
 			}
 		}
+		set.touchKeys(changes[i:j])
 		if err := w.merge(key, k, v, set, changes[i:j]); err != nil {
 			return 0, err
 		}

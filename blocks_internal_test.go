@@ -29,6 +29,7 @@ func TestSortChanges(t *testing.T) {
 		h    func(i int) uint64
 	}{
 		{"small", 1000, func(int) uint64 { return rng.Uint64() }},
+		{"radix threshold", radixMin, func(int) uint64 { return rng.Uint64() }},
 		{"large", 300_000, func(int) uint64 { return rng.Uint64() }},
 		{"one bucket", 100_000, func(int) uint64 { return 0xabcd<<48 | rng.Uint64()>>20 }},
 		{"equal hashes", 100_000, func(i int) uint64 { return uint64(i%7) << 60 }},
@@ -36,7 +37,8 @@ func TestSortChanges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var set changeSet
 			for i := range tc.n {
-				set.add(siphash.Key{}, nil, fmt.Sprint("k", rng.IntN(tc.n)), nil).h = tc.h(i)
+				c := set.add(siphash.Key{}, nil, fmt.Sprint("k", rng.IntN(tc.n)), nil)
+				c.h, c.e = tc.h(i), new(entry)
 			}
 			want := slices.Clone(set.changes)
 			slices.SortStableFunc(want, func(a, b change) int { return set.compare(&a, &b) })
@@ -45,6 +47,12 @@ func TestSortChanges(t *testing.T) {
 				a, b := &set.changes[i], &want[i]
 				if set.compare(a, b) != 0 {
 					t.Fatalf("position %d: h %x key %q, want h %x key %q", i, a.h, set.key(a), b.h, set.key(b))
+				}
+			}
+			// The scratch space keeps no entry alive.
+			for i := range set.tmp[:cap(set.tmp)] {
+				if set.tmp[i] != (change{}) {
+					t.Fatalf("scratch slot %d not cleared", i)
 				}
 			}
 		})
