@@ -34,7 +34,7 @@ type DB struct {
 	log        *slog.Logger
 
 	shards [numShards]shard
-	fast   []fastBucket // see fasttable.go
+	fast   atomic.Pointer[fastTable] // see fasttable.go
 	exp    expiryIndex
 
 	// closing is set when Close begins; calls in flight are counted per
@@ -92,9 +92,9 @@ func Open(path string, opts *Options) (*DB, error) {
 		clock:    o.Clock,
 		specs:    make(map[string]*spec),
 		stop:     make(chan struct{}),
-		fast:     make([]fastBucket, fastTableSize(o.MaxHotKeys)),
 		memLimit: o.MaxHotKeys + o.MaxSnapshotBacklog,
 	}
+	db.fast.Store(newFastTable(fastInitWindows, o.MaxHotKeys))
 	for i := range db.shards {
 		db.shards[i].m = make(map[uint64]*entry)
 	}

@@ -1,9 +1,12 @@
 package ratedb
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -92,4 +95,55 @@ func TestFastTableFindsOnlyItsOwn(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, held)
+}
+
+// The fast table starts small and grows with the windows in memory, to at
+// most the size for MaxHotKeys; windows it held before growing are found
+// again (through the shard map once, then the new table), and every count
+// stays exact.
+func TestFastTableGrows(t *testing.T) {
+	db, err := Open("", &Options{MaxHotKeys: 1 << 17})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	w, err := db.Window(FixedWindow, time.Hour)
+	require.NoError(t, err)
+	ctx := context.Background()
+	assert.Equal(t, fastTableSize(fastInitWindows), len(db.fast.Load().b), "the first table")
+
+	const n = 50_000
+	sizes := map[int]bool{}
+	for round := int64(1); round <= 3; round++ {
+		for i := range n {
+			got, err := w.Inc(ctx, fmt.Sprint("k", i), 1)
+			require.NoError(t, err)
+			require.Equal(t, round, got, "key %d", i)
+			sizes[len(db.fast.Load().b)] = true
+		}
+	}
+	final := len(db.fast.Load().b)
+	assert.GreaterOrEqual(t, final, fastTableSize(n), "about two slots a window")
+	assert.LessOrEqual(t, final, fastTableSize(4*n))
+	assert.Greater(t, len(sizes), 2, "it grew in steps")
+
+	// Hits on the grown table are served by it: a key found there takes
+	// neither the shard map nor the cache.
+	db.cache.Wait()
+	served := 0
+	for i := range n {
+		k := fmt.Sprint("k", i)
+		s, err := db.specFor(FixedWindow, []int64{time.Hour.Milliseconds()}, false)
+		require.NoError(t, err)
+		if db.fastFind(s.hash(k), s, k) != nil {
+			served++
+		}
+	}
+	assert.Greater(t, served, n*9/10, "most windows are in the grown table")
+
+	// The table never outgrows the size for MaxHotKeys.
+	for i := range 3 << 17 {
+		_, err := w.Inc(ctx, fmt.Sprint("x", i), 1)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, fastTableSize(1<<17), len(db.fast.Load().b))
+	assert.Equal(t, int64(math.MaxInt64), db.fast.Load().grow)
 }

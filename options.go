@@ -37,10 +37,10 @@ type Options struct {
 	// (in memory-only mode they stay in a plain map). Default 1<<20; at most
 	// MaxHotKeysLimit (1<<26), larger is invalid. A hot window costs about
 	// 400 bytes in all, as measured in the README's Performance section:
-	// about 70 bytes of it allocated by Open up front for every hot key (the
-	// cache's frequency sketch and a lookup table: 70 MB at the default),
-	// the rest (the window, the index and the cache's maps) as windows
-	// arrive.
+	// about 50 bytes of it allocated by Open up front for every hot key (the
+	// cache's frequency sketch: 50 MB at the default), the rest (the window,
+	// the index, the cache's maps and a lookup table that grows with them,
+	// to at most about 19 bytes a hot key) as windows arrive.
 	MaxHotKeys int64
 
 	// MaxSnapshotBacklog bounds memory beyond the hot set, in windows.
@@ -126,10 +126,12 @@ const (
 // windows, for which Open allocates about 3.3 GB up front.
 const MaxHotKeysLimit = 1 << 26
 
-// upfrontBytes estimates what Open allocates for a cache of maxHot windows:
-// the cache's frequency sketch and doorkeeper (about 48 bytes per window,
-// measured at the default) and the fast table (about 18 bytes a window, see
-// fastTableSize). It is a float64 so that no value of maxHot overflows it.
+// upfrontBytes estimates what a cache of maxHot windows allocates before
+// its windows: the cache's frequency sketch and doorkeeper (about 48 bytes
+// per window, measured at the default, allocated by Open) and the fast
+// table at its largest (about 18 bytes a window, see fastTableSize; it
+// grows to that with the windows in memory). It is a float64 so that no
+// value of maxHot overflows it.
 func upfrontBytes(maxHot int64) float64 {
 	return 48*float64(maxHot) + fastBytes(fastTableSize(min(maxHot, MaxHotKeysLimit)))
 }
