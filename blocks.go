@@ -230,6 +230,7 @@ type blockWriter struct {
 	secret siphash.Key
 	x      blockIndex // the committed index, for the size of a damaged block
 	sl     *slab
+	marks  [2]*presence // presence filters to record every window put in (nil: none)
 
 	edits   []blockEdit
 	delta   int64 // windows added minus windows removed
@@ -392,7 +393,7 @@ func (w *blockWriter) put(key uint64, ws []record.BlockWindow, hs []uint64) erro
 		if start > 0 {
 			k = hs[start]
 		}
-		if err := w.putOne(k, ws[start:i+1]); err != nil {
+		if err := w.putOne(k, ws[start:i+1], hs[start:i+1]); err != nil {
 			return err
 		}
 		start, acc = i+1, 0
@@ -410,8 +411,23 @@ func (w *blockWriter) delete(key uint64) error {
 	return nil
 }
 
-// putOne writes ws as the block of key.
-func (w *blockWriter) putOne(key uint64, ws []record.BlockWindow) error {
+// putOne writes ws (of hashes hs, or nil to compute them) as the block of
+// key, and records its windows in the presence filters.
+func (w *blockWriter) putOne(key uint64, ws []record.BlockWindow, hs []uint64) error {
+	for _, p := range w.marks {
+		if p == nil {
+			continue
+		}
+		for i := range ws {
+			var h uint64
+			if hs != nil {
+				h = hs[i]
+			} else {
+				h = layout.Hash(w.secret, ws[i].Key)
+			}
+			p.add(h)
+		}
+	}
 	kb := w.sl.alloc(8)
 	binary.BigEndian.PutUint64(kb, key)
 	vb := w.sl.alloc(record.BlockLen(ws))

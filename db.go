@@ -35,7 +35,12 @@ type DB struct {
 
 	shards [numShards]shard
 	fast   atomic.Pointer[fastTable] // see fasttable.go
-	exp    expiryIndex
+
+	// The presence filter (presence.go): the one in use, the one being
+	// built (both written under snapMu), and whether a build is running.
+	presence, presenceNext atomic.Pointer[presence]
+	building               atomic.Bool
+	exp                    expiryIndex
 
 	// closing is set when Close begins; calls in flight are counted per
 	// shard (shard.entered and its exit counters), so Close can wait for them before it takes the

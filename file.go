@@ -327,6 +327,10 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 	if db.persist {
 		k := make([]byte, 0, len(s.prefix)+len(key))
 		k = append(append(k, s.prefix...), key...)
+		if p := db.presence.Load(); p != nil && !p.mayContain(layout.Hash(p.secret, k)) {
+			db.stats.readsAvoided.Add(1)
+			return zeroCounters(dst, n), false, nil
+		}
 		err = db.view(func(tx *bolt.Tx) error {
 			bk, v := layout.SeekBlock(tx.Bucket(layout.BucketBlocks).Cursor(), layout.Hash(db.secret, k))
 			if v == nil {
@@ -351,11 +355,16 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 			return cs, true, nil
 		}
 	}
+	return zeroCounters(dst, n), false, nil
+}
+
+// zeroCounters returns dst holding n empty counters.
+func zeroCounters(dst []counter, n int) []counter {
 	dst = dst[:0]
 	for range n {
 		dst = append(dst, counter{})
 	}
-	return dst, false, nil
+	return dst
 }
 
 // validateFile checks a file before bbolt maps it: bbolt panics, or faults

@@ -242,6 +242,7 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 			if w, err = newBlockWriter(tx, db.secret, db.blocks, &sl); err != nil {
 				return err
 			}
+			w.marks = db.presenceMarks()
 			visited := 0
 			for used = 0; used < len(due) && visited < cleanBatch; used++ {
 				key := due[used]
@@ -285,7 +286,7 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 				if len(keep) == 0 {
 					err = w.delete(key)
 				} else {
-					err = w.putOne(key, keep)
+					err = w.putOne(key, keep, nil)
 				}
 				if err != nil {
 					return err

@@ -37,6 +37,7 @@ func (db *DB) backgroundSnapshot() {
 	if err := db.snapshot(); err != nil {
 		db.log.Error("ratedb: snapshot failed; changed windows stay in memory and are retried", "err", err)
 	}
+	db.maybeBuildPresence()
 }
 
 // slabChunk is the size of one chunk of a snapshot's slab.
@@ -326,6 +327,7 @@ func (db *DB) writeBatch(set *changeSet, recs []change) (n int, written int64, e
 		if w, err = newBlockWriter(tx, db.secret, db.blocks, &sl); err != nil {
 			return err
 		}
+		w.marks = db.presenceMarks()
 		if n, err = w.write(set, recs, snapshotTxBytes); err != nil {
 			return err
 		}

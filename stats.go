@@ -60,6 +60,14 @@ type Stats struct {
 	// MaxSnapshotBacklog windows and waited for a snapshot to write some
 	// before bringing a window into memory (see Options.MaxSnapshotBacklog).
 	BacklogWaits int64
+	// FileReadsAvoided counts look-ups of windows in the file (a key's
+	// first use since it left memory, or ever) that the presence filter
+	// answered without reading the file: no window of that key is there.
+	// PresenceFilterBytes is the size of that filter, in bytes: 1.5 to 3
+	// bytes per window in the file (twice that while a new one is built),
+	// 0 until the first is built after Open and in memory-only mode.
+	FileReadsAvoided    int64
+	PresenceFilterBytes int64
 }
 
 // counters are the DB's internal Stats counters.
@@ -71,6 +79,7 @@ type counters struct {
 	corrupt, janitorFailures          atomic.Int64
 	diskWindows                       atomic.Int64
 	backlog, backlogWaits             atomic.Int64
+	readsAvoided, presenceBytes       atomic.Int64
 }
 
 // Stats returns the DB's counters. It is cheap and safe to call at any time,
@@ -91,6 +100,8 @@ func (db *DB) Stats() Stats {
 		JanitorFailures:      db.stats.janitorFailures.Load(),
 		SnapshotBacklog:      db.stats.backlog.Load(),
 		BacklogWaits:         db.stats.backlogWaits.Load(),
+		FileReadsAvoided:     db.stats.readsAvoided.Load(),
+		PresenceFilterBytes:  db.stats.presenceBytes.Load(),
 	}
 	if p := db.stats.lastSnapErr.Load(); p != nil {
 		s.LastSnapshotError = *p

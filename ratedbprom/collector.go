@@ -55,6 +55,10 @@ var metrics = []metric{
 		func(s *ratedb.Stats) float64 { return float64(s.Cleaned) }},
 	{"ratedb_janitor_failures_total", "Janitor passes that failed to clean the state file.", prometheus.CounterValue,
 		func(s *ratedb.Stats) float64 { return float64(s.JanitorFailures) }},
+	{"ratedb_file_reads_avoided_total", "Look-ups of windows the presence filter showed absent from the state file, answered without reading it.", prometheus.CounterValue,
+		func(s *ratedb.Stats) float64 { return float64(s.FileReadsAvoided) }},
+	{"ratedb_presence_filter_bytes", "Size of the presence filter of the state file's windows.", prometheus.GaugeValue,
+		func(s *ratedb.Stats) float64 { return float64(s.PresenceFilterBytes) }},
 	{"ratedb_corrupt_skipped_total", "Damaged records or pages skipped (see ratedb.Stats.CorruptSkipped).", prometheus.CounterValue,
 		func(s *ratedb.Stats) float64 { return float64(s.CorruptSkipped) }},
 }
