@@ -55,3 +55,55 @@ func TestNewHotKeysWinTheCache(t *testing.T) {
 		t.Fatalf("after 500 rounds on 16 new keys, %d of them still reload from the file every round", got)
 	}
 }
+
+// A flood of one-off keys does not flush the windows in use: with a cache
+// full of busy windows, 50 times as many keys used once each, interleaved
+// with the busy ones, leave nearly all of the busy ones in the cache.
+func TestOneOffKeysDoNotFlushTheCache(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{
+		Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 1000,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w, _ := db.Window(FixedWindow, time.Hour)
+	ctx := context.Background()
+	busy := make([]string, 900)
+	for i := range busy {
+		busy[i] = fmt.Sprint("busy-", i)
+	}
+	for range 20 {
+		for _, k := range busy {
+			if _, err := w.Inc(ctx, k, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	db.cache.Wait()
+	for i := range 50 * len(busy) {
+		if _, err := w.Inc(ctx, fmt.Sprint("once-", i), 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Inc(ctx, busy[i%len(busy)], 1); err != nil {
+			t.Fatal(err)
+		}
+		if i%1000 == 0 {
+			if err := db.Snapshot(); err != nil { // cold windows leave memory
+				t.Fatal(err)
+			}
+		}
+	}
+	db.cache.Wait()
+	hot := 0
+	for _, k := range busy {
+		if _, ok := db.cache.Get(w.hash(k)); ok {
+			hot++
+		}
+	}
+	t.Logf("%d of %d busy windows still in the cache; %d spilled", hot, len(busy), db.Stats().Spilled)
+	if hot < len(busy)*95/100 {
+		t.Fatalf("only %d of %d busy windows are still in the cache after the one-off keys", hot, len(busy))
+	}
+}

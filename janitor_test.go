@@ -24,6 +24,10 @@ func TestKeyOlderThanRemovesOnTimeAndOnce(t *testing.T) {
 		w, err := db.Window(ratedb.FixedWindow, 1500*time.Millisecond)
 		require.NoError(t, err)
 		c.Advance(500 * time.Millisecond)
+		// Two hits: a window's second use puts it in the cache, so that it
+		// stays in memory after the snapshot.
+		_, err = w.Hit(ctx, "k", 10, 1)
+		require.NoError(t, err)
 		r, err := w.Hit(ctx, "k", 10, 1)
 		require.NoError(t, err)
 		end := r.ResetAt

@@ -146,7 +146,7 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		}
 		sh.mu.Lock()
 	}
-	created := false
+	created, fresh := false, false
 	if e == nil {
 		var buf [maxTiersInline]counter
 		cs, found, err := s.load(key, buf[:0])
@@ -160,7 +160,7 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		if found {
 			db.stats.reloaded.Add(1)
 		}
-		created = true
+		created, fresh = true, !found
 	}
 	e.mu.Lock()
 	// Read with e.mu held: a call on the fast path holds only e.mu, so a
@@ -184,8 +184,17 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		// admits a newcomer only if it has been used at least as often as
 		// the resident it would evict, and it counts only Gets. Neither call
 		// blocks.
+		//
+		// A window just opened, with no record in the file, is not offered
+		// until its second use: a key used once (a flood of spoofed
+		// addresses or random API keys) then never reaches the cache,
+		// where it could still evict a busy window (sketch collisions let
+		// through about a quarter of such a flood) and where every offer
+		// costs the cache's policy a sample of its residents. It stays
+		// cold: with a file it leaves memory once a snapshot has written
+		// it, as a window the cache declined would.
 		db.cache.Get(h)
-		if db.cache.Set(h, e, 1) {
+		if !fresh && db.cache.Set(h, e, 1) {
 			e.hot.Store(true)
 		}
 	}
