@@ -45,6 +45,7 @@ func (db *DB) relieve() error {
 		if db.snapMu.TryLock() {
 			wrote, err := db.snapshotLocked()
 			db.snapMu.Unlock()
+			db.maybeBuildPresence()
 			if err != nil {
 				return fmt.Errorf("ratedb: memory holds MaxHotKeys + MaxSnapshotBacklog windows and writing them failed: %w", err)
 			}

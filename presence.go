@@ -40,9 +40,10 @@ import (
 //     (snapMu and boltMu held); a build of the old file is then discarded.
 //
 // Bits are never cleared: windows the janitor removes leave stale bits,
-// which only cost a read. A filter is rebuilt, at the file's current size,
-// once a quarter of its bits are set, or when the file has shrunk to an
-// eighth of what the filter was sized for.
+// which only cost a read. A filter is rebuilt once a quarter of its bits are
+// set (sized for twice the file's windows: it grows while it is built), or
+// at the file's size when the file has shrunk to an eighth of what the
+// filter was sized for.
 
 // presence is one presence filter. Its words are read and set atomically;
 // damaged is fixed before it is published.
@@ -119,14 +120,14 @@ func (p *presence) mayContain(h uint64) bool {
 // bytes is the filter's size in bytes.
 func (p *presence) bytes() int64 { return 8 * int64(len(p.words)) }
 
+// full reports whether a quarter of p's bits are set: a false "maybe" for
+// about one absent key in sixteen.
+func (p *presence) full() bool { return p.set.Load() > int64(len(p.words))*64/4 }
+
 // stale reports whether p should be rebuilt for a file of windows windows:
-// a quarter of its bits are set (a false "maybe" for about one absent key
-// in sixteen), or the file has shrunk below an eighth of its size.
+// it is full, or the file has shrunk below an eighth of its size.
 func (p *presence) stale(windows int64) bool {
-	if p.set.Load() > int64(len(p.words))*64/4 {
-		return true
-	}
-	return len(p.words) > presenceMinWords && windows < p.sized/8
+	return p.full() || len(p.words) > presenceMinWords && windows < p.sized/8
 }
 
 // presenceMarks returns the filters a write transaction must set bits in:
@@ -155,15 +156,20 @@ var testPresenceChunkHook func()
 
 // maybeBuildPresence starts a build of the presence filter on its own
 // goroutine if the file has none, or a stale one, and no build is under
-// way. It is called after background snapshots; the build counts as a call
-// in flight, so Close waits for it (it stops at its next chunk).
+// way. It is called after background snapshots and those a call waiting
+// for room in memory runs; the build counts as a call in flight, so Close
+// waits for it (it stops at its next chunk).
 func (db *DB) maybeBuildPresence() {
 	if !db.persist || db.presenceNext.Load() != nil || db.building.Load() {
 		return
 	}
-	if p := db.presence.Load(); p != nil && !p.stale(db.stats.diskWindows.Load()) {
+	p := db.presence.Load()
+	if p != nil && !p.stale(db.stats.diskWindows.Load()) {
 		return
 	}
+	// A filter that filled up is replaced by one for twice the file's
+	// windows: the file grows while the build reads it.
+	grow := p != nil && p.full()
 	if !db.building.CompareAndSwap(false, true) {
 		return
 	}
@@ -174,21 +180,26 @@ func (db *DB) maybeBuildPresence() {
 	go func() {
 		defer db.exit(0)
 		defer db.building.Store(false)
-		db.buildPresence()
+		db.buildPresence(grow)
 	}()
 }
 
-// buildPresence builds a presence filter for the file and puts it in use,
-// unless Close begins or the file is replaced meanwhile. See the comment at
-// the top of this file for why it misses no window.
-func (db *DB) buildPresence() {
+// buildPresence builds a presence filter for the file (sized for twice its
+// windows if grow) and puts it in use, unless Close begins or the file is
+// replaced meanwhile. See the comment at the top of this file for why it
+// misses no window.
+func (db *DB) buildPresence(grow bool) {
 	db.snapMu.Lock()
 	bdb := db.bolt
 	if bdb == nil || db.fileErr != nil {
 		db.snapMu.Unlock()
 		return
 	}
-	p := newPresence(db.secret, db.stats.diskWindows.Load())
+	windows := db.stats.diskWindows.Load()
+	if grow {
+		windows *= 2
+	}
+	p := newPresence(db.secret, windows)
 	db.presenceNext.Store(p)
 	db.snapMu.Unlock()
 	abandon := func() {

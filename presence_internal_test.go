@@ -105,7 +105,7 @@ func TestPresenceAvoidsReadsOfNewKeys(t *testing.T) {
 	incAll(t, w, old, 1)
 	require.NoError(t, db.Snapshot())
 	require.Nil(t, db.presence.Load(), "no filter before the first build")
-	db.buildPresence()
+	db.buildPresence(false)
 	p := db.presence.Load()
 	require.NotNil(t, p)
 	assert.Equal(t, p.bytes(), db.Stats().PresenceFilterBytes)
@@ -145,7 +145,7 @@ func TestPresenceBuildRacesWrites(t *testing.T) {
 		during = append(during, ks)
 	}
 	defer func() { testPresenceChunkHook = nil }()
-	db.buildPresence()
+	db.buildPresence(false)
 	testPresenceChunkHook = nil
 	require.NotNil(t, db.presence.Load())
 	require.Greater(t, len(during), 10, "the build read the file in many transactions")
@@ -193,7 +193,7 @@ func TestPresenceDamagedBlock(t *testing.T) {
 
 	db, _ := presenceDB(t, path, &now)
 	require.NoError(t, db.Snapshot()) // waits for the audit after Open
-	db.buildPresence()
+	db.buildPresence(false)
 	p := db.presence.Load()
 	require.NotNil(t, p)
 	require.Len(t, p.damaged, 1)
@@ -219,7 +219,7 @@ func TestPresenceBuildStopsAtClose(t *testing.T) {
 		}
 	}
 	defer func() { testPresenceChunkHook = nil }()
-	db.buildPresence()
+	db.buildPresence(false)
 	assert.Equal(t, 3, calls)
 	assert.Nil(t, db.presence.Load(), "an abandoned build is not put in use")
 	assert.Nil(t, db.presenceNext.Load(), "nor left registered")
