@@ -327,9 +327,17 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 	if db.persist {
 		k := make([]byte, 0, len(s.prefix)+len(key))
 		k = append(append(k, s.prefix...), key...)
-		if p := db.presence.Load(); p != nil && !p.mayContain(layout.Hash(p.secret, k)) {
-			db.stats.readsAvoided.Add(1)
-			return zeroCounters(dst, n), false, nil
+		if p := db.presence.Load(); p != nil {
+			if !p.mayContain(layout.Hash(p.secret, k)) {
+				db.stats.readsAvoided.Add(1)
+				return zeroCounters(dst, n), false, nil
+			}
+			if p.full() {
+				// New windows have filled it up: a larger one is due
+				// now, not at the next snapshot, which a flood's
+				// backlog can delay by seconds.
+				db.maybeBuildPresence()
+			}
 		}
 		err = db.view(func(tx *bolt.Tx) error {
 			bk, v := layout.SeekBlock(tx.Bucket(layout.BucketBlocks).Cursor(), layout.Hash(db.secret, k))

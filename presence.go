@@ -157,8 +157,9 @@ var testPresenceChunkHook func()
 // maybeBuildPresence starts a build of the presence filter on its own
 // goroutine if the file has none, or a stale one, and no build is under
 // way. It is called after background snapshots and those a call waiting
-// for room in memory runs; the build counts as a call in flight, so Close
-// waits for it (it stops at its next chunk).
+// for room in memory runs, and by look-ups that find the filter full; the
+// build counts as a call in flight, so Close waits for it (it stops at its
+// next chunk).
 func (db *DB) maybeBuildPresence() {
 	if !db.persist || db.presenceNext.Load() != nil || db.building.Load() {
 		return

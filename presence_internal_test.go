@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,8 +157,9 @@ func TestPresenceBuildRacesWrites(t *testing.T) {
 		incAll(t, w, first[i*10:i*10+10], 3)
 	}
 	incAll(t, w, first[len(during)*10:], 2)
-	assert.Equal(t, int64(len(during)*60+len(first)-len(during)*10), db.Stats().Reloaded-reloaded,
-		"every window came back from the file")
+	// All but the few the cache (of 16) holds came back from the file.
+	assert.GreaterOrEqual(t, db.Stats().Reloaded-reloaded, int64(len(during)*60+len(first)-len(during)*10-16),
+		"windows that came back from the file")
 }
 
 // A block the build cannot decode leaves the hashes it may hold answering
@@ -224,4 +226,82 @@ func TestPresenceBuildStopsAtClose(t *testing.T) {
 	assert.Nil(t, db.presence.Load(), "an abandoned build is not put in use")
 	assert.Nil(t, db.presenceNext.Load(), "nor left registered")
 	db.closing.Store(false)
+}
+
+// TestPresenceFilterUnderStress runs a stream of new keys, and revisits of
+// keys that have left memory, against the real clock with snapshots and
+// janitor passes every millisecond, while filters are built one after
+// another (besides those the DB starts itself) and windows are written and
+// looked up. Every key's count must come out exact: a filter that said
+// "absent" for a window in the file would restart its count.
+func TestPresenceFilterUnderStress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{
+		SnapshotPeriod: time.Millisecond, CleanPeriod: time.Millisecond, MaxHotKeys: 64,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	w, err := db.Window(FixedWindow, time.Hour)
+	require.NoError(t, err)
+	ctx := context.Background()
+	const n, back, workers = 30_000, 500, 6
+	key := func(i int) string { return fmt.Sprint("s-", i) }
+	stop := make(chan struct{})
+	built := make(chan int)
+	go func() {
+		builds := 0
+		for {
+			select {
+			case <-stop:
+				built <- builds
+				return
+			default:
+			}
+			db.buildPresence(builds%2 == 1)
+			builds++
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < n; i += workers {
+				if _, err := w.Inc(ctx, key(i), 1); err != nil {
+					errs <- err
+					return
+				}
+				if i >= back {
+					if _, err := w.Inc(ctx, key(i-back), 1); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	builds := <-built
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for i := range n {
+		want := int64(2)
+		if i >= n-back {
+			want = 1
+		}
+		got, err := w.Get(ctx, key(i))
+		require.NoError(t, err)
+		require.Equal(t, want, got, "key %d", i)
+	}
+	st := db.Stats()
+	t.Logf("%d builds; %d look-ups avoided, %d reloads, filter of %d bytes", builds, st.FileReadsAvoided, st.Reloaded, st.PresenceFilterBytes)
+	assert.Greater(t, builds, 1, "filters built during the hits")
+	assert.Positive(t, st.FileReadsAvoided, "new keys answered by the filter")
+	assert.Positive(t, st.Reloaded, "revisited keys read back from the file")
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ratedb/ratedb"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -96,62 +95,4 @@ func TestNoDoubleCountUnderJanitorAndSnapshots(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestPresenceFilterUnderStress runs a stream of new keys, and revisits of
-// keys that have left memory, against the real clock with snapshots and
-// janitor passes every millisecond: the presence filter is built, found
-// stale and rebuilt while windows are written and looked up. Every key's
-// count must come out exact: a filter that said "absent" for a window in
-// the file would restart its count.
-func TestPresenceFilterUnderStress(t *testing.T) {
-	if testing.Short() {
-		t.Skip("stress test")
-	}
-	db := openDB(t, tempPath(t), &ratedb.Options{
-		SnapshotPeriod: time.Millisecond, CleanPeriod: time.Millisecond, MaxHotKeys: 64,
-	})
-	w, err := db.Window(ratedb.FixedWindow, time.Hour)
-	require.NoError(t, err)
-	ctx := context.Background()
-	const n, back, workers = 30_000, 500, 6
-	key := func(i int) string { return fmt.Sprint("s-", i) }
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for g := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := g; i < n; i += workers {
-				if _, err := w.Inc(ctx, key(i), 1); err != nil {
-					errs <- err
-					return
-				}
-				if i >= back {
-					if _, err := w.Inc(ctx, key(i-back), 1); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	for i := range n {
-		want := int64(2)
-		if i >= n-back {
-			want = 1
-		}
-		got, err := w.Get(ctx, key(i))
-		require.NoError(t, err)
-		require.Equal(t, want, got, "key %d", i)
-	}
-	st := db.Stats()
-	assert.Positive(t, st.FileReadsAvoided, "new keys answered by the filter")
-	assert.Greater(t, st.PresenceFilterBytes, int64(8<<10), "the filter was rebuilt larger as the file grew")
-	assert.Positive(t, st.Reloaded, "revisited keys read back from the file")
 }
