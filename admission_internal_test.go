@@ -107,3 +107,48 @@ func TestOneOffKeysDoNotFlushTheCache(t *testing.T) {
 		t.Fatalf("only %d of %d busy windows are still in the cache after the one-off keys", hot, len(busy))
 	}
 }
+
+// While memory holds fewer than MaxHotKeys windows, a new window goes into
+// the cache at its first use; once it holds MaxHotKeys, a new window waits
+// for its second use, and then goes in.
+func TestNewWindowOfferedAtFirstUseOnlyWithRoom(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{
+		Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 10,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w, _ := db.Window(FixedWindow, time.Hour)
+	ctx := context.Background()
+	hot := func(k string) bool {
+		h := w.hash(k)
+		sh := db.shard(h)
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		e := sh.find(h, w.spec, k)
+		return e != nil && e.hot.Load()
+	}
+	for i := range 10 {
+		k := fmt.Sprint("room-", i)
+		if _, err := w.Inc(ctx, k, 1); err != nil {
+			t.Fatal(err)
+		}
+		if !hot(k) {
+			t.Fatalf("window %d of 10 not offered at its first use", i)
+		}
+	}
+	if _, err := w.Inc(ctx, "full", 1); err != nil {
+		t.Fatal(err)
+	}
+	if hot("full") {
+		t.Fatal("a new window was offered at its first use with MaxHotKeys windows in memory")
+	}
+	if _, err := w.Inc(ctx, "full", 1); err != nil {
+		t.Fatal(err)
+	}
+	if !hot("full") {
+		t.Fatal("a new window was not offered at its second use")
+	}
+}

@@ -185,16 +185,20 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		// the resident it would evict, and it counts only Gets. Neither call
 		// blocks.
 		//
-		// A window just opened, with no record in the file, is not offered
-		// until its second use: a key used once (a flood of spoofed
-		// addresses or random API keys) then never reaches the cache,
-		// where it could still evict a busy window (sketch collisions let
-		// through about a quarter of such a flood) and where every offer
-		// costs the cache's policy a sample of its residents. It stays
-		// cold: with a file it leaves memory once a snapshot has written
-		// it, as a window the cache declined would.
+		// Once memory holds MaxHotKeys windows (so the cache may be
+		// full), a window just opened, with no record in the file, is not
+		// offered until its second use: a key used once (a flood of
+		// spoofed addresses or random API keys) then never reaches the
+		// cache, where it could still evict a busy window (sketch
+		// collisions let through about a quarter of such a flood) and
+		// where every offer costs the cache's policy a sample of its
+		// residents. It stays cold: with a file it leaves memory once a
+		// snapshot has written it, as a window the cache declined would.
+		// While the cache has room, nothing is evicted, and new windows
+		// go in at once.
 		db.cache.Get(h)
-		if !fresh && db.cache.Set(h, e, 1) {
+		offer := !fresh || db.memWindows.Load() <= db.opts.MaxHotKeys
+		if offer && db.cache.Set(h, e, 1) {
 			e.hot.Store(true)
 		}
 	}
