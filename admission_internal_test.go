@@ -151,4 +151,22 @@ func TestNewWindowOfferedAtFirstUseOnlyWithRoom(t *testing.T) {
 	if !hot("full") {
 		t.Fatal("a new window was not offered at its second use")
 	}
+	db.cache.Wait()
+	// The cache is full of windows used once or twice, and the cold ones
+	// leave memory once written: new windows still wait for their second
+	// use (each offer would evict a resident, whose leaving would make
+	// room in memory for the next one).
+	for i := range 20 {
+		k := fmt.Sprint("later-", i)
+		if _, err := w.Inc(ctx, k, 1); err != nil {
+			t.Fatal(err)
+		}
+		if hot(k) {
+			t.Fatalf("new window %d offered at its first use with the cache full", i)
+		}
+		if err := db.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+		db.cache.Wait()
+	}
 }

@@ -57,6 +57,7 @@ type DB struct {
 	snapMu sync.Mutex // one writer of the file at a time: snapshots, janitor passes, the audit after Open
 
 	memWindows atomic.Int64
+	hotWindows atomic.Int64 // windows in memory marked hot: see spec.acquire
 	memLimit   int64    // MaxHotKeys + MaxSnapshotBacklog: see relieve
 	progress   progress // wakes calls waiting in relieve
 	stats      counters
@@ -273,7 +274,11 @@ func (db *DB) removeLocked(sh *shard, h uint64, e *entry) (wasHot bool) {
 	sh.remove(h, e)
 	db.exp.remove(e)
 	db.memWindows.Add(-1)
-	return e.hot.Load()
+	if e.hot.Load() {
+		db.hotWindows.Add(-1)
+		return true
+	}
+	return false
 }
 
 // uncache deletes from the cache the hashes of entries that removeLocked
@@ -345,6 +350,7 @@ func (db *DB) spillLocked(sh *shard, h uint64, e *entry) {
 		return
 	}
 	e.hot.Store(false)
+	db.hotWindows.Add(-1)
 	db.stats.spilled.Add(1)
 	if !db.persist {
 		return

@@ -185,8 +185,8 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		// the resident it would evict, and it counts only Gets. Neither call
 		// blocks.
 		//
-		// Once memory holds MaxHotKeys windows (so the cache may be
-		// full), a window just opened, with no record in the file, is not
+		// Once memory holds MaxHotKeys hot windows (the cache is full),
+		// a window just opened, with no record in the file, is not
 		// offered until its second use: a key used once (a flood of
 		// spoofed addresses or random API keys) then never reaches the
 		// cache, where it could still evict a busy window (sketch
@@ -197,9 +197,12 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		// While the cache has room, nothing is evicted, and new windows
 		// go in at once.
 		db.cache.Get(h)
-		offer := !fresh || db.memWindows.Load() <= db.opts.MaxHotKeys
+		// (Hot windows, not all windows in memory: cold ones waiting for a
+		// snapshot would keep a cache with room from taking new ones.)
+		offer := !fresh || db.hotWindows.Load() < db.opts.MaxHotKeys
 		if offer && db.cache.Set(h, e, 1) {
 			e.hot.Store(true)
+			db.hotWindows.Add(1)
 		}
 	}
 	cold = !e.hot.Load()

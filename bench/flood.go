@@ -17,6 +17,8 @@ import (
 type FloodResult struct {
 	Keys       int   // distinct new keys hit, once each
 	MaxHotKeys int64 // ratedb Options.MaxHotKeys
+	// Backlog is ratedb Options.MaxSnapshotBacklog (0: its default).
+	Backlog int64
 	Goroutines int
 	HitTime    time.Duration
 	HitsPerSec float64
@@ -52,18 +54,19 @@ func floodKey(buf *[16]byte, i int) string {
 	return unsafe.String(&buf[0], len(buf))
 }
 
-// Flood opens a ratedb file with maxHot hot windows and hits n distinct new
-// keys once each, as fast as goroutines goroutines can (0: GOMAXPROCS), the
+// Flood opens a ratedb file with maxHot hot windows (and a snapshot backlog
+// of backlog windows, 0 for the default) and hits n distinct new keys once
+// each, as fast as goroutines goroutines can (0: GOMAXPROCS), the
 // way a flood of spoofed addresses or random API keys meets a limiter. It
 // samples anonymous RSS throughout, then checks with w.Get that every key
 // counts exactly 1 (before Close: the answer the DB gives while running).
-func Flood(dir string, n int, maxHot int64, goroutines int, logf func(string, ...any)) (FloodResult, error) {
+func Flood(dir string, n int, maxHot, backlog int64, goroutines int, logf func(string, ...any)) (FloodResult, error) {
 	ctx := context.Background()
 	if goroutines <= 0 {
 		goroutines = runtime.GOMAXPROCS(0)
 	}
-	r := FloodResult{Keys: n, MaxHotKeys: maxHot, Goroutines: goroutines}
-	db, err := ratedb.Open(filepath.Join(dir, "flood.db"), &ratedb.Options{MaxHotKeys: maxHot})
+	r := FloodResult{Keys: n, MaxHotKeys: maxHot, Backlog: backlog, Goroutines: goroutines}
+	db, err := ratedb.Open(filepath.Join(dir, "flood.db"), &ratedb.Options{MaxHotKeys: maxHot, MaxSnapshotBacklog: backlog})
 	if err != nil {
 		return r, err
 	}

@@ -99,7 +99,7 @@ func TestWorkloadsSmall(t *testing.T) {
 // TestFloodSmall runs the flood workload at a small size, with a hot set
 // smaller than the keys, and requires every count exact.
 func TestFloodSmall(t *testing.T) {
-	r, err := Flood(t.TempDir(), 100_000, 10_000, 0, t.Logf)
+	r, err := Flood(t.TempDir(), 100_000, 10_000, 0, 0, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 func main() {
 	keys := flag.Int("keys", 20_000_000, "distinct new keys, each hit once")
 	hot := flag.Int64("maxhot", 1_000_000, "ratedb Options.MaxHotKeys")
+	backlog := flag.Int64("backlog", 0, "ratedb Options.MaxSnapshotBacklog (0: its default, 262,144)")
 	g := flag.Int("goroutines", 0, "goroutines hitting (0: GOMAXPROCS)")
 	dir := flag.String("dir", "", "directory for the database file (default: a new temporary directory, removed afterwards)")
 	asJSON := flag.Bool("json", false, "print the result as JSON")
@@ -41,7 +42,7 @@ func main() {
 		defer os.RemoveAll(tmp)
 		d = tmp
 	}
-	r, err := bench.Flood(d, *keys, *hot, *g, log.Printf)
+	r, err := bench.Flood(d, *keys, *hot, *backlog, *g, log.Printf)
 	if err != nil {
 		log.Print(err)
 		defer os.Exit(1)
@@ -61,6 +62,6 @@ func main() {
 		fmt.Println(string(b))
 		return
 	}
-	fmt.Printf("flood: %d new keys, MaxHotKeys %d, %d goroutines: %.0f hits/s (%v), peak anon RSS %d MiB, peak RSS %d MiB, peak windows in memory %d, slowest sampled hit %v; verified %d exact, %d wrong (%v)\n",
-		r.Keys, r.MaxHotKeys, r.Goroutines, r.HitsPerSec, r.HitTime, r.PeakAnonRSS>>20, r.PeakRSS>>20, r.PeakWindowsInMemory, r.Slowest, r.Verified, r.Mismatched, r.VerifyTime)
+	fmt.Printf("flood: %d new keys, MaxHotKeys %d, MaxSnapshotBacklog %d (0: default), %d goroutines: %.0f hits/s (%v), peak anon RSS %d MiB, peak RSS %d MiB, peak windows in memory %d, slowest sampled hit %v; verified %d exact, %d wrong (%v)\n",
+		r.Keys, r.MaxHotKeys, r.Backlog, r.Goroutines, r.HitsPerSec, r.HitTime, r.PeakAnonRSS>>20, r.PeakRSS>>20, r.PeakWindowsInMemory, r.Slowest, r.Verified, r.Mismatched, r.VerifyTime)
 }
