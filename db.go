@@ -58,8 +58,8 @@ type DB struct {
 
 	memWindows atomic.Int64
 	hotWindows atomic.Int64 // windows in memory marked hot: see spec.acquire
-	memLimit   int64    // MaxHotKeys + MaxSnapshotBacklog: see relieve
-	progress   progress // wakes calls waiting in relieve
+	memLimit   int64        // MaxHotKeys + MaxSnapshotBacklog: see relieve
+	progress   progress     // wakes calls waiting in relieve
 	stats      counters
 
 	stop chan struct{}

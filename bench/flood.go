@@ -18,7 +18,7 @@ type FloodResult struct {
 	Keys       int   // distinct new keys hit, once each
 	MaxHotKeys int64 // ratedb Options.MaxHotKeys
 	// Backlog is ratedb Options.MaxSnapshotBacklog (0: its default).
-	Backlog int64
+	Backlog    int64
 	Goroutines int
 	HitTime    time.Duration
 	HitsPerSec float64
