@@ -414,10 +414,7 @@ func (w *blockWriter) delete(key uint64) error {
 // putOne writes ws (of hashes hs, or nil to compute them) as the block of
 // key, and records its windows in the presence filters.
 func (w *blockWriter) putOne(key uint64, ws []record.BlockWindow, hs []uint64) error {
-	for _, p := range w.marks {
-		if p == nil {
-			continue
-		}
+	if w.marks != [2]*presence{} {
 		for i := range ws {
 			var h uint64
 			if hs != nil {
@@ -425,7 +422,11 @@ func (w *blockWriter) putOne(key uint64, ws []record.BlockWindow, hs []uint64) e
 			} else {
 				h = layout.Hash(w.secret, ws[i].Key)
 			}
-			p.add(h)
+			for _, p := range w.marks {
+				if p != nil {
+					p.add(h)
+				}
+			}
 		}
 	}
 	kb := w.sl.alloc(8)

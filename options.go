@@ -58,7 +58,7 @@ type Options struct {
 	// and memory is about that many windows times the bytes per window,
 	// plus what a snapshot's transaction holds while it writes (about 16 MiB
 	// of blocks and bbolt's copies of the pages they touch), what grows with
-	// the file (the presence filter, 1.5 to 3 bytes a window in it, and the
+	// the file (the presence filter, 1.5 to 6 bytes a window in it, and the
 	// index of its blocks) and Go's heap headroom (README,
 	// "Under a flood of new keys"). Calls on windows already in memory never
 	// wait, and a waiting call is slower, never wrong; if the snapshot it runs fails,

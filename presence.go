@@ -127,7 +127,7 @@ func (p *presence) full() bool { return p.set.Load() > int64(len(p.words))*64/4 
 // stale reports whether p should be rebuilt for a file of windows windows:
 // it is full, or the file has shrunk below an eighth of its size.
 func (p *presence) stale(windows int64) bool {
-	return p.full() || len(p.words) > presenceMinWords && windows < p.sized/8
+	return p.full() || (len(p.words) > presenceMinWords && windows < p.sized/8)
 }
 
 // presenceMarks returns the filters a write transaction must set bits in:
@@ -141,6 +141,7 @@ func (db *DB) presenceMarks() [2]*presence {
 func (db *DB) dropPresence() {
 	db.presence.Store(nil)
 	db.presenceNext.Store(nil)
+	db.stats.presenceBytes.Store(0)
 }
 
 // errFileReplaced stops a build whose file a rebuild replaced.

@@ -204,8 +204,8 @@ func TestPresenceDamagedBlock(t *testing.T) {
 	}
 }
 
-// Close stops a build at its next transaction, and a rebuild of the file
-// drops the filter.
+// Close stops a build at its next transaction, and dropping the filter (as a
+// rebuild of a damaged file does) clears it and its size in Stats.
 func TestPresenceBuildStopsAtClose(t *testing.T) {
 	now := time.UnixMilli(1_767_225_600_000)
 	db, w := presenceDB(t, filepath.Join(t.TempDir(), "rate.db"), &now)
@@ -226,6 +226,18 @@ func TestPresenceBuildStopsAtClose(t *testing.T) {
 	assert.Nil(t, db.presence.Load(), "an abandoned build is not put in use")
 	assert.Nil(t, db.presenceNext.Load(), "nor left registered")
 	db.closing.Store(false)
+
+	testPresenceChunkHook = nil
+	db.buildPresence(false)
+	require.NotNil(t, db.presence.Load())
+	require.Positive(t, db.Stats().PresenceFilterBytes)
+	db.snapMu.Lock()
+	db.boltMu.Lock()
+	db.dropPresence()
+	db.boltMu.Unlock()
+	db.snapMu.Unlock()
+	assert.Nil(t, db.presence.Load())
+	assert.Zero(t, db.Stats().PresenceFilterBytes)
 }
 
 // TestPresenceFilterUnderStress runs a stream of new keys, and revisits of

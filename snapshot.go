@@ -282,6 +282,7 @@ func touchChanges(cs []change) {
 	runtime.KeepAlive(n)
 }
 
+// touchEntry reads e's key length and first byte (see touch).
 func touchEntry(e *entry) int {
 	if k := e.key; len(k) > 0 {
 		return int(k[0])
