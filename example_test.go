@@ -129,3 +129,29 @@ func ExampleWindow_Inc() {
 	// count 1
 	// count 0
 }
+
+// Refund gives hits back for work that did not happen, here an upload the
+// storage layer then rejected: the quota is spent only on what succeeded.
+func ExampleWindow_Refund() {
+	now := time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)
+	db, err := ratedb.Open("", &ratedb.Options{Clock: func() time.Time { return now }})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	w, err := db.Window(ratedb.FixedWindow, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	r, _ := w.Hit(ctx, "user:42", 10, 4) // four uploads admitted
+	fmt.Println("allowed", r.Allowed, "count", r.Count)
+	n, end, _ := w.Refund(ctx, "user:42", 1) // one of them failed
+	fmt.Println("count", n, "until", end.UTC().Format("15:04:05"))
+	n, end, _ = w.Refund(ctx, "user:7", 1) // no window: nothing to give back
+	fmt.Println("count", n, "window", !end.IsZero())
+	// Output:
+	// allowed true count 4
+	// count 3 until 12:01:00
+	// count 0 window false
+}

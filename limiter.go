@@ -115,6 +115,11 @@ type Limiter interface {
 	// ExpiresAt returns the end of key's current window, the zero Time if it
 	// has none.
 	ExpiresAt(ctx context.Context, key string) (time.Time, error)
+	// Refund gives amount back to key's current window, never below zero,
+	// in one step (a racing hit is never lost), and returns the count
+	// after it and the window's end; with no current window it opens none
+	// and returns 0 and the zero Time.
+	Refund(ctx context.Context, key string, amount int64) (int64, time.Time, error)
 	// Reset forgets key's current window.
 	Reset(ctx context.Context, key string) error
 	// Scale returns the window length.

@@ -2,6 +2,7 @@ package ratedb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -133,6 +134,49 @@ func (w *Window) Set(ctx context.Context, key string, count int64) (int64, error
 		return count, nil
 	})
 }
+
+// Refund gives amount (> 0) back to key's current window: its count drops
+// by amount, never below zero, and its end does not move. It returns the
+// count after the refund and the window's end. A key with no current window
+// has nothing to give back: Refund opens none, and returns 0 and the zero
+// Time.
+//
+// A refund is one step with respect to every other call on the key: a hit
+// that races it is counted before it or after it, never lost. Use it to
+// give back hits for work that did not happen (a request that failed
+// downstream, Envoy's is_negative_hits).
+func (w *Window) Refund(ctx context.Context, key string, amount int64) (int64, time.Time, error) {
+	if err := checkCall(ctx, key); err != nil {
+		return 0, time.Time{}, err
+	}
+	if amount <= 0 {
+		return 0, time.Time{}, fmt.Errorf("%w: amount %d is not positive", ErrInvalidArgument, amount)
+	}
+	// A key with no window anywhere gets no entry: look before locking one.
+	if c, now, err := w.read(ctx, key); err != nil || c.End <= now {
+		return 0, time.Time{}, err
+	}
+	var end int64
+	count, err := w.mutate(key, func(c *counter, now int64) (int64, error) {
+		if c.End <= now {
+			return 0, errNoWindow // ended since the read: nothing changes
+		}
+		c.Count = max(0, c.Count-amount)
+		end = c.End
+		return c.Count, nil
+	})
+	if errors.Is(err, errNoWindow) {
+		return 0, time.Time{}, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return count, time.UnixMilli(end), nil
+}
+
+// errNoWindow tells mutate that its function changed nothing: the key has
+// no current window. It never leaves the package.
+var errNoWindow = errors.New("ratedb: no current window")
 
 // Get returns key's count in its current window, 0 if it has none. It does
 // not open a window.

@@ -109,5 +109,8 @@ func (f *failing) Set(context.Context, string, int64) (int64, error) { return 0,
 func (f *failing) ExpiresAt(context.Context, string) (time.Time, error) {
 	return time.Time{}, f.err
 }
+func (f *failing) Refund(context.Context, string, int64) (int64, time.Time, error) {
+	return 0, time.Time{}, f.err
+}
 func (f *failing) Reset(context.Context, string) error { return f.err }
 func (f *failing) Scale() time.Duration                { return time.Minute }

@@ -66,3 +66,19 @@ func decodeRead(v any, n int) ([]tierState, error) {
 	}
 	return ts, nil
 }
+
+// decodeRefund decodes refundScript's reply {now, count, end}: end is 0
+// when the key had no open window.
+func decodeRefund(v any) (count, end int64, err error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 3 {
+		return 0, 0, badReply(v)
+	}
+	_, ok1 := a[0].(int64)
+	count, ok2 := a[1].(int64)
+	end, ok3 := a[2].(int64)
+	if !ok1 || !ok2 || !ok3 || count < 0 || end < 0 || (end == 0 && count != 0) {
+		return 0, 0, badReply(v)
+	}
+	return count, end, nil
+}

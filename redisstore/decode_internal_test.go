@@ -89,3 +89,29 @@ func FuzzDecodeCount(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeRefund feeds refundScript replies of arbitrary shape and
+// values: no panic, an error matches ErrUnavailable, and a decoded reply is
+// either no window (0, 0) or a non-negative count with an end.
+func FuzzDecodeRefund(f *testing.F) {
+	f.Add(int64(1767225600000), int64(3), int64(1767225660000), uint8(3))
+	f.Add(int64(0), int64(0), int64(0), uint8(3))
+	f.Add(int64(0), int64(-1), int64(5), uint8(3))
+	f.Add(int64(0), int64(2), int64(0), uint8(2))
+	f.Fuzz(func(t *testing.T, now, count, end int64, length uint8) {
+		reply := []any{now, count, end, int64(0)}[:int(length)%5]
+		c, e, err := decodeRefund(reply)
+		if err != nil {
+			if !errors.Is(err, ratedb.ErrUnavailable) {
+				t.Fatalf("error %v does not match ErrUnavailable", err)
+			}
+			return
+		}
+		if c < 0 || e < 0 || (e == 0 && c != 0) {
+			t.Fatalf("decoded count %d, end %d", c, e)
+		}
+		if len(reply) == 3 && (c != count || e != end) {
+			t.Fatalf("decoded %d, %d from %v", c, e, reply)
+		}
+	})
+}

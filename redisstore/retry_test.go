@@ -18,7 +18,9 @@ import (
 //   - by default, counting calls are not retried: the call returns
 //     ErrUnavailable and counted once;
 //   - with DedupWindow, go-redis retries and the retry returns the first
-//     execution's answer: the call succeeds and counted once.
+//     execution's answer: the call succeeds and counted once;
+//   - a refund is never retried: it returns ErrUnavailable and gave back
+//     once.
 //
 // The control runs the same script the way a plain go-redis Script.Run
 // would, and counts twice: the fault really causes a retry.
@@ -42,6 +44,10 @@ func TestRetryNotCountedTwice(t *testing.T) {
 		require.NoError(t, err)
 		_, err = l.Hit(ctx, "warm-up", 1)
 		require.NoError(t, err)
+		_, err = w.Set(ctx, "refund", 1+calls)
+		require.NoError(t, err)
+		_, _, err = w.Refund(ctx, "refund", 1) // loads the refund script
+		require.NoError(t, err)
 		cutsBefore := p.cuts.Load()
 		for i := int64(1); i <= calls; i++ {
 			p.Arm(1)
@@ -50,6 +56,12 @@ func TestRetryNotCountedTwice(t *testing.T) {
 			n, incErr := w.Inc(ctx, "inc", 2)
 			p.Arm(1)
 			lr, lErr := l.Hit(ctx, "k", 1)
+			p.Arm(1)
+			_, _, refundErr := w.Refund(ctx, "refund", 1)
+			assert.ErrorIs(t, refundErr, ratedb.ErrUnavailable, "a refund is never resent, with or without DedupWindow")
+			left, err := w.Get(ctx, "refund")
+			require.NoError(t, err)
+			assert.Equal(t, calls-i, left, "DedupWindow %v, call %d: refunded exactly once", dedup, i)
 			if dedup == 0 {
 				assert.ErrorIs(t, hitErr, ratedb.ErrUnavailable)
 				assert.ErrorIs(t, incErr, ratedb.ErrUnavailable)
@@ -67,7 +79,7 @@ func TestRetryNotCountedTwice(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, i, got, "DedupWindow %v, call %d: counted exactly once", dedup, i)
 		}
-		assert.Equal(t, int64(3*calls), p.cuts.Load()-cutsBefore, "every armed reply was cut")
+		assert.Equal(t, int64(4*calls), p.cuts.Load()-cutsBefore, "every armed reply was cut")
 		n, err := w.Get(ctx, "inc")
 		require.NoError(t, err)
 		assert.Equal(t, int64(2*calls), n)

@@ -183,5 +183,23 @@ redis.call('SET', KEYS[1], encode({count, e}), 'PX', e - now)
 return count
 `)
 
+// refundScript is Window.Refund. KEYS[1] is the counter key; ARGV: now
+// (empty: read TIME), amount. If the key's window is open it lowers the
+// count by amount, never below zero, and keeps the window's end and TTL;
+// else it writes nothing. It returns {now, count after, end}, {now, 0, 0}
+// without a window.
+var refundScript = newScript(prelude + `
+local now = clock(ARGV[1])
+local cur = redis.call('GET', KEYS[1])
+if not cur then return {now, 0, 0} end
+local st = decode(cur)
+local c, e = st[1], st[2]
+if c == nil or e == nil or e <= now then return {now, 0, 0} end
+c = c - tonumber(ARGV[2])
+if c < 0 then c = 0 end
+redis.call('SET', KEYS[1], encode({c, e}), 'PX', e - now)
+return {now, c, e}
+`)
+
 // resetScript is Reset: it deletes the counter key.
 var resetScript = newScript(`return redis.call('DEL', KEYS[1])`)

@@ -127,6 +127,41 @@ func (w *Window) Set(ctx context.Context, key string, count int64) (int64, error
 	return count, nil
 }
 
+// Refund gives amount (> 0) back to key's current window: its count drops
+// by amount, never below zero, and its end does not move. It returns the
+// count after the refund and the window's end. A key with no current window
+// has nothing to give back: Refund opens none, and returns 0 and the zero
+// Time.
+//
+// A refund is one script, so it is one step with respect to every other
+// call on the key from any process: a hit that races it is never lost. It
+// is sent at most once: after a network error its effect is unknown, and
+// it is not retried, since a refund applied twice would give back twice
+// (the error means the refund may not have happened; the count is then
+// too high, never too low).
+func (w *Window) Refund(ctx context.Context, key string, amount int64) (int64, time.Time, error) {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return 0, time.Time{}, err
+	}
+	if amount <= 0 {
+		return 0, time.Time{}, fmt.Errorf("%w: amount %d is not positive", ratedb.ErrInvalidArgument, amount)
+	}
+	sp := w.sp
+	now, err := sp.s.nowArg()
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	v, err := sp.s.run(ctx, refundScript, true, []string{sp.s.tagged(key) + sp.suffix}, now, min(amount, MaxCount))
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	count, end, err := decodeRefund(v)
+	if err != nil || end == 0 {
+		return 0, time.Time{}, err
+	}
+	return count, time.UnixMilli(end), nil
+}
+
 // Get returns key's count in its current window, 0 if it has none. It does
 // not open a window.
 func (w *Window) Get(ctx context.Context, key string) (int64, error) {

@@ -54,6 +54,7 @@ fuzz FuzzClientIP ./httplimit 20000x
 fuzz FuzzKeysUnambiguous ./httplimit 60000x
 fuzz FuzzDecodeRead ./redisstore 40000x
 fuzz FuzzDecodeCount ./redisstore 40000x
+fuzz FuzzDecodeRefund ./redisstore 20000x
 fuzz FuzzDecodeCheck ./cmd/ratedb/internal/httpapi 50000x
 fuzz FuzzDecodeCheckFast ./cmd/ratedb/internal/httpapi 100000x
 fuzz FuzzDecodeRule ./cmd/ratedb/internal/httpapi 40000x

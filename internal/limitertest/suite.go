@@ -56,6 +56,8 @@ func Run(t *testing.T, b Backend) {
 	t.Run("LayeredAllOrNothing", func(t *testing.T) { testLayeredAllOrNothing(t, b) })
 	t.Run("LayeredRetryAfter", func(t *testing.T) { testLayeredRetryAfter(t, b) })
 	t.Run("ConcurrentExactness", func(t *testing.T) { testConcurrentExactness(t, b) })
+	t.Run("Refund", func(t *testing.T) { testRefund(t, b) })
+	t.Run("ConcurrentRefunds", func(t *testing.T) { testConcurrentRefunds(t, b) })
 }
 
 // Epoch is a round instant (a multiple of a day since the Unix epoch), so

@@ -191,8 +191,8 @@ func (c *Core) resolveAll(checks []Check) ([]*resolved, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: check %d: %w", ErrInvalidCheck, i, err)
 		}
-		if ch.Refund && r.setter() == nil {
-			return nil, fmt.Errorf("%w: check %d: refunds need a single-window limit on a store that can set counts", ErrInvalidCheck, i)
+		if ch.Refund && r.refunder() == nil {
+			return nil, fmt.Errorf("%w: check %d: refunds need a single-window limit on a store that can refund", ErrInvalidCheck, i)
 		}
 		res[i] = r
 	}

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,8 +65,7 @@ func TestRefund(t *testing.T) {
 }
 
 // rollStore's windows move the clock past the window's end right after
-// their second Get (the set's peek is the first, the refund's read the
-// second), so the refund's Set lands in the next window.
+// their first Get (the set's peek), so the refund finds the window ended.
 type rollStore struct {
 	core.DBStore
 	now *atomic.Int64
@@ -73,8 +73,8 @@ type rollStore struct {
 
 type rollWindow struct {
 	*ratedb.Window
-	now  *atomic.Int64
-	gets *atomic.Int32 // Gets left before the clock jumps; armed when > 0
+	now    *atomic.Int64
+	rolled atomic.Bool
 }
 
 func (s rollStore) Window(alg ratedb.Algorithm, scale time.Duration) (core.WindowLimiter, error) {
@@ -82,17 +82,19 @@ func (s rollStore) Window(alg ratedb.Algorithm, scale time.Duration) (core.Windo
 	if err != nil {
 		return nil, err
 	}
-	return &rollWindow{Window: w, now: s.now, gets: &atomic.Int32{}}, nil
+	return &rollWindow{Window: w, now: s.now}, nil
 }
 
 func (w *rollWindow) Get(ctx context.Context, key string) (int64, error) {
 	n, err := w.Window.Get(ctx, key)
-	if w.gets.Add(-1) == 0 {
+	if w.rolled.CompareAndSwap(false, true) {
 		w.now.Add(time.Minute.Milliseconds())
 	}
 	return n, err
 }
 
+// A window that ends between the set's peek and its refund gets nothing
+// back, and the refund opens no window in its place.
 func TestRefundAcrossWindowBoundary(t *testing.T) {
 	c, db, now := newCore(t, core.Options{})
 	ctx := context.Background()
@@ -100,29 +102,68 @@ func TestRefundAcrossWindowBoundary(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 
-	// A second core on the same DB whose limiters jump a minute ahead right
-	// after the refund reads the count.
 	clock := func() time.Time { return time.UnixMilli(now.Load()) }
-	rolling := core.New(rollStoreArmed{rollStore{DBStore: core.DBStore{DB: db}, now: now}}, core.Options{Clock: clock})
+	rolling := core.New(rollStore{DBStore: core.DBStore{DB: db}, now: now}, core.Options{Clock: clock})
 	d, err = rolling.Decide(ctx, core.Check{Limit: window("r", 5, time.Minute), Key: "k", Cost: 1, Refund: true})
 	require.NoError(t, err)
-	assert.EqualValues(t, 0, d.Results[0].Count)
+	assert.True(t, d.Allowed)
+	assert.EqualValues(t, 0, d.Results[0].Count, "the state the set saw: the window had ended")
 
 	w, err := db.Window(ratedb.FixedWindow, time.Minute)
 	require.NoError(t, err)
 	n, err := w.Get(ctx, "k")
 	require.NoError(t, err)
 	assert.EqualValues(t, 0, n, "the next window holds no phantom count")
+	end, err := w.ExpiresAt(ctx, "k")
+	require.NoError(t, err)
+	assert.True(t, end.IsZero(), "the refund opened no window")
 }
 
-// rollStoreArmed returns windows whose roll is armed from the start.
-type rollStoreArmed struct{ rollStore }
-
-func (s rollStoreArmed) Window(alg ratedb.Algorithm, scale time.Duration) (core.WindowLimiter, error) {
-	w, err := s.rollStore.Window(alg, scale)
-	if err != nil {
-		return nil, err
+// Two cores sharing one store stand for two processes sharing Redis: their
+// stripes do not exclude each other, so only the store's one-step refund
+// keeps every hit. One core hits while the other refunds hits it made
+// earlier; the count left must be exact.
+func TestRefundsRaceHitsFromAnotherCore(t *testing.T) {
+	a, db, now := newCore(t, core.Options{})
+	clock := func() time.Time { return time.UnixMilli(now.Load()) }
+	b := core.New(core.DBStore{DB: db}, core.Options{Clock: clock})
+	ctx := context.Background()
+	l := window("r", 1_000_000, time.Hour)
+	const n = 2000
+	for range n { // b's hits, refunded below while a hits
+		d, err := b.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 1})
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
 	}
-	w.(*rollWindow).gets.Store(2)
-	return w, nil
+	var wg sync.WaitGroup
+	for _, job := range []func() error{
+		func() error {
+			for range n {
+				if _, err := a.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 1}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func() error {
+			for range n {
+				if _, err := b.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 1, Refund: true}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, job())
+		}()
+	}
+	wg.Wait()
+	w, err := db.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	got, err := w.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.EqualValues(t, n, got, "b's hits refunded, a's hits kept")
 }
