@@ -508,6 +508,28 @@ func (m *modelRun) step() error {
 		if got != n {
 			return fmt.Errorf("Set(%s): got %d, want %d", key, got, n)
 		}
+	case r < 49:
+		amount := 1 + m.rng.Int64N(6)
+		now := m.tick()
+		if err := m.resolve(li, key, now); err != nil {
+			return err
+		}
+		m.logf("[%d] Refund(%s, %d)", li, key, amount)
+		got, end, err := w.Refund(ctx, key, amount)
+		if err != nil {
+			return fmt.Errorf("Refund: %w", err)
+		}
+		var want int64
+		var wantEnd time.Time
+		if mw, ok := l.wins[key]; ok && now < mw.end {
+			mw = mCap(mw, now, l.scale)
+			mw.count = max(0, mw.count-amount)
+			l.wins[key] = mw
+			want, wantEnd = mw.count, time.UnixMilli(mw.end)
+		}
+		if got != want || !end.Equal(wantEnd) {
+			return fmt.Errorf("Refund(%s, %d): got %d until %v, model %d until %v", key, amount, got, end, want, wantEnd)
+		}
 	case r < 51:
 		m.logf("[%d] Reset(%s)", li, key)
 		if err := w.Reset(ctx, key); err != nil {
