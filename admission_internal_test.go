@@ -170,3 +170,68 @@ func TestNewWindowOfferedAtFirstUseOnlyWithRoom(t *testing.T) {
 		db.cache.Wait()
 	}
 }
+
+// Keys used twice each are offered to a full cache at their second use,
+// where TinyLFU prefers busy windows only in part: the fast table reports a
+// hot window's every 16th use to the cache's frequency sketch, a cold
+// window reports every use, and the cold reports age the sketch. With a
+// cache full of busy windows used 100 times each, 50 times as many keys
+// used twice each, interleaved with the busy ones, leave about 70% of the
+// busy ones in the cache (measured 64 to 77%; README, How it works). The
+// test holds that level: at least 55%. (Offering cold windows only at a sample of their uses
+// lowered it to about 50%; reporting cold uses at the hot rate raised it to
+// 78 to 88% but kept new busy keys out of the cache for longer than
+// TestNewHotKeysWinTheCache allows.)
+func TestKeysUsedTwiceDoNotFlushTheCache(t *testing.T) {
+	if underRace {
+		t.Skip("the race detector empties the pool where the cache batches its sketch's reports")
+	}
+	now := time.UnixMilli(1_767_225_600_000)
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{
+		Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 1000,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w, _ := db.Window(FixedWindow, time.Hour)
+	ctx := context.Background()
+	busy := make([]string, 900)
+	for i := range busy {
+		busy[i] = fmt.Sprint("busy-", i)
+	}
+	for range 100 {
+		for _, k := range busy {
+			if _, err := w.Inc(ctx, k, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	db.cache.Wait()
+	for i := range 50 * len(busy) {
+		for range 2 {
+			if _, err := w.Inc(ctx, fmt.Sprint("twice-", i), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.Inc(ctx, busy[i%len(busy)], 1); err != nil {
+			t.Fatal(err)
+		}
+		if i%1000 == 0 {
+			if err := db.Snapshot(); err != nil { // cold windows leave memory
+				t.Fatal(err)
+			}
+		}
+	}
+	db.cache.Wait()
+	hot := 0
+	for _, k := range busy {
+		if _, ok := db.cache.Get(w.hash(k)); ok {
+			hot++
+		}
+	}
+	t.Logf("%d of %d busy windows still in the cache; %d spilled", hot, len(busy), db.Stats().Spilled)
+	if hot < len(busy)*55/100 {
+		t.Fatalf("only %d of %d busy windows are still in the cache after the keys used twice", hot, len(busy))
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package ratedb
+
+// underRace: see race_internal_test.go.
+const underRace = false
