@@ -14,18 +14,33 @@ func TestEntrySize(t *testing.T) {
 	}
 }
 
-// An entry with its inline key fills the 128-byte size class exactly, and
-// the key it holds is a private copy.
+// An entry with its inline key fills a size class exactly, and the key it
+// holds is a private copy.
 func TestEntryWithKeySize(t *testing.T) {
-	if got := unsafe.Sizeof(entryWithKey{}); got != 128 {
-		t.Fatalf("entryWithKey is %d bytes, want 128", got)
+	for _, c := range []struct{ got, want uintptr }{
+		{unsafe.Sizeof(entryWith[[32]byte]{}), 128},
+		{unsafe.Sizeof(entryWith[[48]byte]{}), 144},
+		{unsafe.Sizeof(entryWith[[inlineKeyLen]byte]{}), 160},
+	} {
+		if c.got != c.want {
+			t.Fatalf("an entry with its key is %d bytes, want %d", c.got, c.want)
+		}
 	}
-	for _, n := range []int{1, inlineKeyLen, inlineKeyLen + 1, 300} {
+	for _, n := range []int{0, 1, 15, 16, 17, 32, 33, 48, 49, inlineKeyLen, inlineKeyLen + 1, 300} {
 		src := []byte(strings.Repeat("k", n))
 		e := allocEntry(string(src))
-		src[0] = 'x'
+		if n > 0 {
+			src[0] = 'x'
+		}
 		if e.key != strings.Repeat("k", n) {
 			t.Fatalf("key of %d bytes not copied", n)
+		}
+	}
+	// One object a window up to inlineKeyLen key bytes, two beyond.
+	for n, want := range map[int]float64{15: 1, 40: 1, inlineKeyLen: 1, inlineKeyLen + 1: 2} {
+		key := strings.Repeat("k", n)
+		if got := testing.AllocsPerRun(100, func() { allocEntry(key) }); got != want {
+			t.Fatalf("a %d-byte key: %v allocations, want %v", n, got, want)
 		}
 	}
 }
