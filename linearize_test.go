@@ -36,6 +36,7 @@ const (
 	linGet
 	linExpires
 	linReset
+	linRefund
 	linAdvance
 )
 
@@ -111,6 +112,12 @@ func linModel(alg ratedb.Algorithm, scale int64) porcupine.Model {
 					return out.end == 0, s
 				}
 				return out.end == s.end, s
+			case linRefund:
+				if s.now >= s.end {
+					return out == linOut{}, s // no window: nothing given back
+				}
+				s.count = max(0, s.count-in.n)
+				return out == linOut{count: s.count, end: s.end}, s
 			case linReset:
 				s.count, s.end = 0, 0
 				return true, s
@@ -220,7 +227,7 @@ func linHistory(t *testing.T, seed uint64, alg ratedb.Algorithm, nkeys int) bool
 					var out linOut
 					call := stamp()
 					var err error
-					switch r := crng.IntN(20); {
+					switch r := crng.IntN(22); {
 					case r < 10:
 						in.op, in.limit, in.n = linHit, 2+crng.Int64N(6), 1+crng.Int64N(2)
 						var res ratedb.Result
@@ -240,9 +247,14 @@ func linHistory(t *testing.T, seed uint64, alg ratedb.Algorithm, nkeys int) bool
 						var end time.Time
 						end, err = w.ExpiresAt(ctx, in.key)
 						out.end = msOrZero(end)
-					default:
+					case r < 20:
 						in.op = linReset
 						err = w.Reset(ctx, in.key)
+					default:
+						in.op, in.n = linRefund, 1+crng.Int64N(2)
+						var end time.Time
+						out.count, end, err = w.Refund(ctx, in.key, in.n)
+						out.end = msOrZero(end)
 					}
 					if err != nil {
 						bad.Store(err)
