@@ -60,6 +60,24 @@ func TestNewHotKeysWinTheCache(t *testing.T) {
 // full of busy windows, 50 times as many keys used once each, interleaved
 // with the busy ones, leave nearly all of the busy ones in the cache.
 func TestOneOffKeysDoNotFlushTheCache(t *testing.T) {
+	hot, spilled := floodBusyCache(t, 20, 1)
+	t.Logf("%d of %d busy windows still in the cache; %d spilled", hot, floodBusy, spilled)
+	if hot < floodBusy*95/100 {
+		t.Fatalf("only %d of %d busy windows are still in the cache after the one-off keys", hot, floodBusy)
+	}
+}
+
+// floodBusy is how many busy windows floodBusyCache fills a cache of 1,000
+// with.
+const floodBusy = 900
+
+// floodBusyCache fills a cache of 1,000 windows with floodBusy busy ones,
+// each used busyUses times, then uses 50 times as many new keys uses times
+// each, every new key followed by one use of a busy window (a snapshot
+// every 1,000 keys lets cold windows leave memory). It returns how many
+// busy windows are still in the cache, and Stats.Spilled.
+func floodBusyCache(t *testing.T, busyUses, uses int) (hot int, spilled int64) {
+	t.Helper()
 	now := time.UnixMilli(1_767_225_600_000)
 	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{
 		Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 1000,
@@ -70,42 +88,40 @@ func TestOneOffKeysDoNotFlushTheCache(t *testing.T) {
 	defer db.Close()
 	w, _ := db.Window(FixedWindow, time.Hour)
 	ctx := context.Background()
-	busy := make([]string, 900)
+	inc := func(k string) {
+		if _, err := w.Inc(ctx, k, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	busy := make([]string, floodBusy)
 	for i := range busy {
 		busy[i] = fmt.Sprint("busy-", i)
 	}
-	for range 20 {
+	for range busyUses {
 		for _, k := range busy {
-			if _, err := w.Inc(ctx, k, 1); err != nil {
-				t.Fatal(err)
-			}
+			inc(k)
 		}
 	}
 	db.cache.Wait()
 	for i := range 50 * len(busy) {
-		if _, err := w.Inc(ctx, fmt.Sprint("once-", i), 1); err != nil {
-			t.Fatal(err)
+		k := fmt.Sprint("new-", i)
+		for range uses {
+			inc(k)
 		}
-		if _, err := w.Inc(ctx, busy[i%len(busy)], 1); err != nil {
-			t.Fatal(err)
-		}
+		inc(busy[i%len(busy)])
 		if i%1000 == 0 {
-			if err := db.Snapshot(); err != nil { // cold windows leave memory
+			if err := db.Snapshot(); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	db.cache.Wait()
-	hot := 0
 	for _, k := range busy {
 		if _, ok := db.cache.Get(w.hash(k)); ok {
 			hot++
 		}
 	}
-	t.Logf("%d of %d busy windows still in the cache; %d spilled", hot, len(busy), db.Stats().Spilled)
-	if hot < len(busy)*95/100 {
-		t.Fatalf("only %d of %d busy windows are still in the cache after the one-off keys", hot, len(busy))
-	}
+	return hot, db.Stats().Spilled
 }
 
 // While memory holds fewer than MaxHotKeys windows, a new window goes into
@@ -186,52 +202,9 @@ func TestKeysUsedTwiceDoNotFlushTheCache(t *testing.T) {
 	if underRace {
 		t.Skip("the race detector empties the pool where the cache batches its sketch's reports")
 	}
-	now := time.UnixMilli(1_767_225_600_000)
-	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{
-		Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 1000,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	w, _ := db.Window(FixedWindow, time.Hour)
-	ctx := context.Background()
-	busy := make([]string, 900)
-	for i := range busy {
-		busy[i] = fmt.Sprint("busy-", i)
-	}
-	for range 100 {
-		for _, k := range busy {
-			if _, err := w.Inc(ctx, k, 1); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	db.cache.Wait()
-	for i := range 50 * len(busy) {
-		for range 2 {
-			if _, err := w.Inc(ctx, fmt.Sprint("twice-", i), 1); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := w.Inc(ctx, busy[i%len(busy)], 1); err != nil {
-			t.Fatal(err)
-		}
-		if i%1000 == 0 {
-			if err := db.Snapshot(); err != nil { // cold windows leave memory
-				t.Fatal(err)
-			}
-		}
-	}
-	db.cache.Wait()
-	hot := 0
-	for _, k := range busy {
-		if _, ok := db.cache.Get(w.hash(k)); ok {
-			hot++
-		}
-	}
-	t.Logf("%d of %d busy windows still in the cache; %d spilled", hot, len(busy), db.Stats().Spilled)
-	if hot < len(busy)*55/100 {
-		t.Fatalf("only %d of %d busy windows are still in the cache after the keys used twice", hot, len(busy))
+	hot, spilled := floodBusyCache(t, 100, 2)
+	t.Logf("%d of %d busy windows still in the cache; %d spilled", hot, floodBusy, spilled)
+	if hot < floodBusy*55/100 {
+		t.Fatalf("only %d of %d busy windows are still in the cache after the keys used twice", hot, floodBusy)
 	}
 }
