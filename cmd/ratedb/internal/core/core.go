@@ -313,17 +313,14 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 	if !d.Allowed {
 		return d, nil
 	}
+	// The hits, then the refunds: a refund is applied only if the request
+	// is allowed. A hit the peek said fits is denied only when another
+	// process sharing the store counted the key meanwhile; the set is then
+	// denied, the checks after it are not counted and no refund is
+	// applied (the hits before it stay counted: see the README).
 	for i, ch := range checks {
-		if ch.Cost == 0 || !d.Results[i].Allowed {
-			continue // a peek, or a shadow check over its limit
-		}
-		if ch.Refund {
-			res, err := c.refund(ctx, ch, rs[i], d.Results[i].Result)
-			if err != nil {
-				return Decision{}, err
-			}
-			d.Results[i].Result = res
-			continue
+		if ch.Refund || ch.Cost == 0 || !d.Results[i].Allowed {
+			continue // a refund, a peek, or a shadow check over its limit
 		}
 		res, err := rs[i].hit(ctx, ch)
 		if err != nil {
@@ -332,9 +329,19 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 		d.Results[i].Result = res
 		d.Results[i].Counted = res.Allowed
 		if !res.Allowed && !ch.Limit.Shadow {
-			// Only another process sharing the store can get here.
 			d.Allowed = false
+			return d, nil
 		}
+	}
+	for i, ch := range checks {
+		if !ch.Refund || ch.Cost == 0 {
+			continue
+		}
+		res, err := c.refund(ctx, ch, rs[i], d.Results[i].Result)
+		if err != nil {
+			return Decision{}, err
+		}
+		d.Results[i].Result = res
 	}
 	return d, nil
 }

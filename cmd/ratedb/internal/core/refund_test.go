@@ -167,3 +167,69 @@ func TestRefundsRaceHitsFromAnotherCore(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, n, got, "b's hits refunded, a's hits kept")
 }
+
+// racedStore's windows let "another process" fill key raced's window to
+// its limit right before the core's own hit of it, after the set's peek: the
+// race only a store shared by several processes allows.
+type racedStore struct {
+	core.DBStore
+	raced string
+}
+
+type racedWindow struct {
+	*ratedb.Window
+	raced string
+}
+
+func (s racedStore) Window(alg ratedb.Algorithm, scale time.Duration) (core.WindowLimiter, error) {
+	w, err := s.DB.Window(alg, scale)
+	if err != nil {
+		return nil, err
+	}
+	return &racedWindow{Window: w, raced: s.raced}, nil
+}
+
+func (w *racedWindow) Hit(ctx context.Context, key string, limit, increment int64) (ratedb.Result, error) {
+	if key == w.raced {
+		if n, err := w.Get(ctx, key); err != nil || n < limit {
+			if _, err := w.Inc(ctx, key, limit-n); err != nil {
+				return ratedb.Result{}, err
+			}
+		}
+	}
+	return w.Window.Hit(ctx, key, limit, increment)
+}
+
+// A set whose hit loses a race with another process after the peek is
+// denied: the checks after it are not counted and its refunds are not
+// applied.
+func TestSetDeniedAfterPeekCountsNoMore(t *testing.T) {
+	_, db, now := newCore(t, core.Options{})
+	clock := func() time.Time { return time.UnixMilli(now.Load()) }
+	c := core.New(racedStore{DBStore: core.DBStore{DB: db}, raced: "b"}, core.Options{Clock: clock})
+	ctx := context.Background()
+	l := window("r", 5, time.Minute)
+	d, err := c.Decide(ctx, core.Check{Limit: l, Key: "refunded", Cost: 3})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+
+	d, err = c.Decide(ctx,
+		core.Check{Limit: l, Key: "a", Cost: 1},
+		core.Check{Limit: l, Key: "refunded", Cost: 1, Refund: true},
+		core.Check{Limit: l, Key: "b", Cost: 1},
+		core.Check{Limit: l, Key: "c", Cost: 1},
+	)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed, "b was full by the time it was hit")
+	assert.True(t, d.Results[0].Counted)
+	assert.False(t, d.Results[2].Counted)
+	assert.False(t, d.Results[3].Counted)
+
+	w, err := db.Window(ratedb.FixedWindow, time.Minute)
+	require.NoError(t, err)
+	for key, want := range map[string]int64{"a": 1, "b": 5, "c": 0, "refunded": 3} {
+		n, err := w.Get(ctx, key)
+		require.NoError(t, err)
+		assert.Equal(t, want, n, "key %s", key)
+	}
+}
