@@ -1,8 +1,8 @@
 // Package limitertest is the behaviour suite every ratedb backend must pass:
 // the table tests of the Limiter and Layered semantics (window arithmetic
 // of each algorithm, all-or-nothing tiers, denied hits counting nothing,
-// Result fields, argument validation, separation of counters, exactness
-// under concurrency). The embedded DB runs it from the root package's tests,
+// Result fields, argument validation, separation of counters, refunds,
+// exactness under concurrency, of hits and of refunds racing them). The embedded DB runs it from the root package's tests,
 // redisstore against a real Redis server and a real Redis Cluster, so that
 // both backends are held to the same answers.
 //
