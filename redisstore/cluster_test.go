@@ -135,7 +135,9 @@ func testResharding(t *testing.T, c *cluster, dedup time.Duration) {
 		// MaxRedirects times.
 		s, err := redisstore.New(c.Client(t, &redis.ClusterOptions{MaxRedirects: 20}), &redisstore.Options{Prefix: prefix, Timeout: 10 * time.Second, DedupWindow: dedup})
 		require.NoError(t, err)
-		w, err := s.Window(ratedb.FixedWindow, time.Hour)
+		// Windows anchored at the first hit: the Redis server's clock
+		// crossing an hour boundary mid-test starts no new window.
+		w, err := s.Window(ratedb.PerKeyWindow, time.Hour)
 		require.NoError(t, err)
 		l, err := s.Layered(ratedb.PerKeyWindow, ratedb.Tier{Scale: time.Hour, Limit: 1 << 40}, ratedb.Tier{Scale: 24 * time.Hour, Limit: 1 << 40})
 		require.NoError(t, err)

@@ -33,8 +33,13 @@ func TestRetryNotCountedTwice(t *testing.T) {
 		return c
 	}
 	const calls = 10
+	// A clock that stands still: the windows are epoch-aligned, and a real
+	// clock crossing a minute or hour boundary mid-test would start new
+	// windows. Redis still expires the keys: PX is relative to this clock.
+	now := time.Date(2026, 1, 1, 12, 30, 0, 0, time.UTC)
+	clock := redisstore.LocalClock(func() time.Time { return now })
 	for _, dedup := range []time.Duration{0, 5 * time.Second} {
-		s, err := redisstore.New(client(), &redisstore.Options{Prefix: newPrefix(), Timeout: 5 * time.Second, DedupWindow: dedup})
+		s, err := redisstore.New(client(), &redisstore.Options{Prefix: newPrefix(), Clock: clock, Timeout: 5 * time.Second, DedupWindow: dedup})
 		require.NoError(t, err)
 		w, err := s.Window(ratedb.FixedWindow, time.Hour)
 		require.NoError(t, err)
@@ -91,7 +96,7 @@ func TestRetryNotCountedTwice(t *testing.T) {
 	// The control: the same script and arguments through go-redis's
 	// Script.Run, which retries; the same fault counts twice.
 	c := client()
-	s, err := redisstore.New(c, &redisstore.Options{Prefix: newPrefix()})
+	s, err := redisstore.New(c, &redisstore.Options{Prefix: newPrefix(), Clock: clock})
 	require.NoError(t, err)
 	w, err := s.Window(ratedb.FixedWindow, time.Hour)
 	require.NoError(t, err)
