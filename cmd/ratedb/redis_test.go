@@ -45,7 +45,7 @@ func TestRedisSharedCountsAndRules(t *testing.T) {
 
 	// A rule stored through one instance reaches the other (it rereads
 	// the rules every 2 s) and survives a restart.
-	code, _, body := a.do("PUT", "/v1/rules/vip", adminKey, `{"client_id":"vip","route":"*","limit":3,"window":"1h"}`)
+	code, _, body := a.do("PUT", "/v1/rules/vip", adminKey, `{"client_id":"vip","route":"*","algorithm":"per_key","limit":3,"window":"1h"}`)
 	require.Equal(t, http.StatusCreated, code, body)
 	assert.Equal(t, int64(3), a.check("vip", "/r").Limit)
 	deadline := time.Now().Add(10 * time.Second)

@@ -207,6 +207,7 @@ func TestReload(t *testing.T) {
 	t.Run("SIGHUP", func(t *testing.T) {
 		p := startProc(t, filepath.Join(t.TempDir(), "state.db"), "--envoy-config", dir, "--envoy-config-poll", "0")
 		c := p.client(t, nil)
+		clearOfBoundary(time.Hour, 10*time.Second) // the counts below stay in one hour
 		assert.Equal(t, ok, call(t, c, "edge", 1, desc("user", "u")).GetOverallCode())
 		assert.Equal(t, over, call(t, c, "edge", 1, desc("user", "u")).GetOverallCode())
 		writeFile(t, file, limitYAML(3))
