@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,6 +160,115 @@ func TestBlocksSplitAndEmpty(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, len(model), removed)
 	assert.Zero(t, db.Stats().WindowsOnDisk)
+	require.NoError(t, db.Verify())
+}
+
+// Once a flood's windows expire, the janitor merges the blocks they left
+// nearly empty: the live windows, scattered over the flood's blocks, end up
+// packed again (without the merge, nearly every one would keep a block of
+// its own, and a snapshot would rewrite a block per changed window). Every
+// count stays exact, in memory and after a reopen, and the file verifies.
+func TestJanitorMergesBlocksAFloodLeft(t *testing.T) {
+	defer func(n int) { maxBlockBytes = n }(maxBlockBytes)
+	maxBlockBytes = 160 // about six windows
+	ctx := context.Background()
+	now := time.UnixMilli(1_767_225_600_000)
+	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 64}
+	path := filepath.Join(t.TempDir(), "rate.db")
+	db, err := Open(path, opts)
+	require.NoError(t, err)
+	flood, err := db.Window(FixedWindow, time.Minute)
+	require.NoError(t, err)
+	live, err := db.Window(PerKeyWindow, 24*time.Hour)
+	require.NoError(t, err)
+	const floodKeys, liveKeys = 3000, 150
+	for i := range floodKeys {
+		_, err := flood.Inc(ctx, fmt.Sprint("flood-", i), 1)
+		require.NoError(t, err)
+	}
+	for i := range liveKeys {
+		_, err := live.Inc(ctx, fmt.Sprint("live-", i), int64(1+i%5))
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Snapshot())
+	blocks := func() (n int, windows int64) {
+		db.snapMu.Lock()
+		defer db.snapMu.Unlock()
+		for _, bi := range db.blocks {
+			windows += bi.n
+		}
+		return len(db.blocks), windows
+	}
+	before, _ := blocks()
+	require.Greater(t, before, floodKeys/6, "the flood filled many blocks")
+	// The blocks holding a live window: what would remain without merging.
+	holding := map[uint64]bool{}
+	require.NoError(t, db.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(layout.BucketBlocks).Cursor()
+		var b record.Block
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			require.NoError(t, record.DecodeBlock(&b, k, v))
+			for _, win := range b.Windows {
+				if strings.Contains(string(win.Key), "live-") {
+					holding[layout.KeyH(k)] = true
+				}
+			}
+		}
+		return nil
+	}))
+	require.Greater(t, len(holding), liveKeys*3/4, "the live windows are scattered")
+
+	now = now.Add(2 * time.Minute)
+	removed, err := db.Clean()
+	require.NoError(t, err)
+	assert.Equal(t, floodKeys, removed)
+	require.NoError(t, db.Verify())
+	after, windows := blocks()
+	t.Logf("blocks: %d after the flood, %d held a live window, %d after the janitor's pass", before, len(holding), after)
+	assert.Equal(t, int64(liveKeys), windows, "the block index counts the live windows")
+	assert.Equal(t, int64(liveKeys), db.Stats().WindowsOnDisk)
+	assert.LessOrEqual(t, after, liveKeys/2, "the small blocks were merged (%d blocks held a live window)", len(holding))
+	require.NoError(t, db.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(layout.BucketBlocks).Cursor()
+		n := 0
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			assert.LessOrEqual(t, len(v), maxBlockBytes, "block %x", k)
+			n++
+		}
+		assert.Equal(t, after, n, "the block index matches the file")
+		return nil
+	}))
+
+	check := func(db *DB, round int64) {
+		t.Helper()
+		live, err := db.Window(PerKeyWindow, 24*time.Hour)
+		require.NoError(t, err)
+		flood, err := db.Window(FixedWindow, time.Minute)
+		require.NoError(t, err)
+		for i := range liveKeys {
+			got, err := live.Get(ctx, fmt.Sprint("live-", i))
+			require.NoError(t, err)
+			require.Equal(t, round*int64(1+i%5), got, "live-%d", i)
+		}
+		for i := range floodKeys {
+			got, err := flood.Get(ctx, fmt.Sprint("flood-", i))
+			require.NoError(t, err)
+			require.Zero(t, got, "flood-%d", i)
+		}
+	}
+	check(db, 1)
+	// The merged blocks take the next snapshot's changes.
+	for i := range liveKeys {
+		_, err := live.Inc(ctx, fmt.Sprint("live-", i), int64(1+i%5))
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Snapshot())
+	require.NoError(t, db.Verify())
+	require.NoError(t, db.Close())
+	db, err = Open(path, opts)
+	require.NoError(t, err)
+	defer db.Close()
+	check(db, 2)
 	require.NoError(t, db.Verify())
 }
 

@@ -1,6 +1,7 @@
 package ratedb
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -226,8 +227,9 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 	slices.Sort(due)
 	removed := 0
 	var (
-		blk  record.Block
-		keep []record.BlockWindow
+		blk    record.Block
+		keep   []record.BlockWindow
+		absorb absorbState
 	)
 	for len(due) > 0 {
 		var (
@@ -262,34 +264,35 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 					continue
 				}
 				visited += len(blk.Windows)
-				keep = keep[:0]
-				for _, win := range blk.Windows {
-					if record.MaxEnd(win.Counters) > cutoff {
-						keep = append(keep, win)
-						continue
-					}
-					inMem, live := db.inMemory(win.Key, cutoff)
-					if live {
-						// The window moved on in memory; the next snapshot
-						// rewrites it.
-						keep = append(keep, win)
-						continue
-					}
-					if _, seen := skip[string(win.Key)]; !seen && !inMem {
-						n++
-					}
-				}
+				var removedHere int
+				keep, removedHere = db.keepLive(keep[:0], blk.Windows, cutoff, skip)
+				n += removedHere
 				if len(keep) == len(blk.Windows) {
 					continue
 				}
 				w.delta -= int64(len(blk.Windows) - len(keep))
 				if len(keep) == 0 {
-					err = w.delete(key)
-				} else {
-					err = w.putOne(key, keep, nil)
+					if err := w.delete(key); err != nil {
+						return err
+					}
+					continue
 				}
+				m, err := db.absorbNext(w, key, keep, cutoff, skip, &absorb)
 				if err != nil {
 					return err
+				}
+				keep = m.windows
+				visited += m.visited
+				n += m.removed
+				if err := w.putOne(key, keep, nil); err != nil {
+					return err
+				}
+				// After the put, which copied keep: keep aliases the
+				// absorbed blocks' values.
+				for _, k := range m.absorbed {
+					if err := w.delete(k); err != nil {
+						return err
+					}
 				}
 			}
 			if w.delta == 0 {
@@ -308,6 +311,108 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 		due = due[used:]
 	}
 	return removed, nil
+}
+
+// keepLive appends to keep the windows of ws the janitor keeps: those with
+// a tier that ends after cutoff, and those whose entry in memory is live
+// (the next snapshot rewrites them). It returns keep and how many windows it
+// dropped that are neither in skip (windows already counted as removed from
+// memory) nor in memory.
+func (db *DB) keepLive(keep, ws []record.BlockWindow, cutoff int64, skip map[string]struct{}) ([]record.BlockWindow, int) {
+	removed := 0
+	for _, win := range ws {
+		if record.MaxEnd(win.Counters) > cutoff {
+			keep = append(keep, win)
+			continue
+		}
+		inMem, live := db.inMemory(win.Key, cutoff)
+		if live {
+			// The window moved on in memory; the next snapshot rewrites it.
+			keep = append(keep, win)
+			continue
+		}
+		if _, seen := skip[string(win.Key)]; !seen && !inMem {
+			removed++
+		}
+	}
+	return keep, removed
+}
+
+// Blocks the janitor leaves small absorb the blocks after them: a block
+// whose kept windows encode to less than maxBlockBytes/mergeBelowDiv bytes
+// takes in the next block's live windows, and the next, while the merged
+// block stays within maxBlockBytes/mergeUpToDiv (the size a split leaves)
+// and at most mergeMaxBlocks blocks. Without it, once a flood's windows
+// expire the blocks they filled keep a window or two each, and every
+// snapshot after rewrites a block for each changed window.
+const (
+	mergeBelowDiv  = 4
+	mergeUpToDiv   = 2
+	mergeMaxBlocks = 64
+)
+
+// absorbState is absorbNext's scratch space, reused across blocks.
+type absorbState struct {
+	blocks []record.Block // the absorbed blocks, decoded
+	kept   []record.BlockWindow
+	merged []record.BlockWindow
+	keys   []uint64
+}
+
+// absorbed is what absorbNext merged.
+type absorbed struct {
+	windows  []record.BlockWindow // the block's windows after the merge, in file order
+	absorbed []uint64             // the keys of the blocks merged in, to delete after the put
+	visited  int                  // windows read
+	removed  int                  // expired windows dropped, counted as keepLive counts
+}
+
+// absorbNext merges into keep, the live windows of the block of key, the
+// live windows of the blocks after it (see mergeBelowDiv), dropping their
+// expired windows and counting them in w.delta. The windows it returns may
+// alias the absorbed blocks' values: the caller puts the merged block
+// before it deletes them. A damaged block is never absorbed: the janitor
+// deletes it as due.
+func (db *DB) absorbNext(w *blockWriter, key uint64, keep []record.BlockWindow, cutoff int64, skip map[string]struct{}, st *absorbState) (absorbed, error) {
+	res := absorbed{windows: keep}
+	if record.BlockLen(keep) >= maxBlockBytes/mergeBelowDiv {
+		return res, nil
+	}
+	st.merged = append(st.merged[:0], keep...)
+	st.keys = st.keys[:0]
+	c := w.bb.Cursor()
+	kb := layout.BlockKey(key)
+	k, _ := c.Seek(kb[:])
+	if k == nil || layout.KeyH(k) != key {
+		return res, fmt.Errorf("%w: block %016x vanished", ErrCorrupt, key)
+	}
+	for len(st.keys) < mergeMaxBlocks {
+		nk, nv := c.Next()
+		if nk == nil {
+			break
+		}
+		if len(st.blocks) == len(st.keys) {
+			st.blocks = append(st.blocks, record.Block{})
+		}
+		b := &st.blocks[len(st.keys)]
+		if err := record.DecodeBlock(b, nk, nv); err != nil {
+			break
+		}
+		var removed int
+		st.kept, removed = db.keepLive(st.kept[:0], b.Windows, cutoff, skip)
+		if record.BlockLen(append(st.merged, st.kept...)) > maxBlockBytes/mergeUpToDiv {
+			break
+		}
+		st.merged = append(st.merged, st.kept...)
+		st.keys = append(st.keys, layout.KeyH(nk))
+		res.visited += len(b.Windows)
+		res.removed += removed
+		w.delta -= int64(len(b.Windows) - len(st.kept))
+	}
+	if len(st.keys) > 0 {
+		res.windows, res.absorbed = st.merged, st.keys
+	}
+	return res, nil
 }
 
 // inMemory reports whether the window with record key k has an entry in
