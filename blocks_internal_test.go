@@ -272,6 +272,100 @@ func TestJanitorMergesBlocksAFloodLeft(t *testing.T) {
 	require.NoError(t, db.Verify())
 }
 
+// A damaged block is never absorbed by the small block before it: the
+// janitor deletes it as damaged (counted in Stats.CorruptSkipped), its
+// windows read as new, and every other live window keeps its count.
+func TestJanitorDoesNotAbsorbADamagedBlock(t *testing.T) {
+	defer func(n int) { maxBlockBytes = n }(maxBlockBytes)
+	maxBlockBytes = 200
+	ctx := context.Background()
+	now := time.UnixMilli(1_767_225_600_000)
+	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 64}
+	path := filepath.Join(t.TempDir(), "rate.db")
+	db, err := Open(path, opts)
+	require.NoError(t, err)
+	flood, err := db.Window(FixedWindow, time.Minute)
+	require.NoError(t, err)
+	live, err := db.Window(PerKeyWindow, 24*time.Hour)
+	require.NoError(t, err)
+	const floodKeys, liveKeys = 600, 60
+	for i := range floodKeys {
+		_, err := flood.Inc(ctx, fmt.Sprint("flood-", i), 1)
+		require.NoError(t, err)
+	}
+	for i := range liveKeys {
+		_, err := live.Inc(ctx, fmt.Sprint("live-", i), 3)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+
+	// Damage the second block that holds a live window: the first, left
+	// small by the pass, absorbs the flood's blocks after it until it
+	// meets the damaged one.
+	db, err = Open(path, opts)
+	require.NoError(t, err)
+	lost := map[string]bool{}
+	require.NoError(t, db.update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(layout.BucketBlocks).Cursor()
+		var b record.Block
+		holding := 0
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			require.NoError(t, record.DecodeBlock(&b, k, v))
+			for _, win := range b.Windows {
+				if strings.Contains(string(win.Key), "live-") {
+					holding++
+					break
+				}
+			}
+			if holding < 2 {
+				continue
+			}
+			for _, win := range b.Windows {
+				if key := string(win.Key); strings.Contains(key, "live-") {
+					lost[key[strings.Index(key, "live-"):]] = true
+				}
+			}
+			damaged := append([]byte(nil), v...)
+			damaged[len(damaged)/2] ^= 0x5a
+			return tx.Bucket(layout.BucketBlocks).Put(append([]byte(nil), k...), damaged)
+		}
+		t.Fatal("no block to damage")
+		return nil
+	}))
+	require.NoError(t, db.Close())
+
+	db, err = Open(path, opts) // the audit files the damaged block as due
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Snapshot()) // waits for the audit's block index
+	now = now.Add(2 * time.Minute)
+	_, err = db.Clean()
+	require.NoError(t, err)
+	require.NoError(t, db.Verify(), "the damaged block is gone")
+	assert.GreaterOrEqual(t, db.Stats().CorruptSkipped, int64(1))
+	require.NotEmpty(t, lost)
+	assert.Equal(t, int64(liveKeys-len(lost)), db.Stats().WindowsOnDisk, "the damaged block's windows left the count")
+	live, err = db.Window(PerKeyWindow, 24*time.Hour)
+	require.NoError(t, err)
+	for i := range liveKeys {
+		k := fmt.Sprint("live-", i)
+		want := int64(3)
+		if lost[k] {
+			want = 0
+		}
+		got, err := live.Get(ctx, k)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, k)
+	}
+	blocks := 0
+	db.snapMu.Lock()
+	for range db.blocks {
+		blocks++
+	}
+	db.snapMu.Unlock()
+	assert.Less(t, blocks, liveKeys/2, "the sound small blocks were merged")
+}
+
 // A damaged file can hold a block key of another length than 8 bytes that
 // reads as the same h as its neighbour: a snapshot that updates the first
 // window of that neighbour must still finish (and count the damage), not
