@@ -4,7 +4,14 @@
 // at least -dur, so that a persistent limiter's snapshots are charged to
 // the hits. It prints one table.
 //
+// The machine's speed can drift by tens of percent within minutes (a
+// virtual machine shares its memory system with its neighbours), so one run
+// of each limiter compares them at different moments. -rounds N runs every
+// limiter N times, rotating which goes first, and reports each limiter's
+// median and the median of its per-round ratios to GoLimiter.
+//
 //	cd bench && go run ./cmd/steady -keys 1000000 -warmup 5s -dur 20s
+//	cd bench && go run ./cmd/steady -keys 200000 -warmup 3s -dur 6s -patterns roundrobin -rounds 7
 package main
 
 import (
@@ -13,6 +20,7 @@ import (
 	"log"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,55 +33,97 @@ func main() {
 	dur := flag.Duration("dur", 20*time.Second, "measured time per limiter and pattern")
 	limiters := flag.String("limiters", "RatedbFile,RatedbMem,GoLimiter,MutexMap", "comma-separated limiters (see bench.Factories)")
 	patterns := flag.String("patterns", strings.Join(bench.SteadyPatterns, ","), "comma-separated access patterns")
+	rounds := flag.Int("rounds", 1, "times each limiter is measured, rotating the order each round")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *rounds < 1 {
+		log.Fatal("-rounds must be at least 1")
+	}
 	stopProfile, err := bench.StartCPUProfile(*cpuprofile)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer stopProfile()
+	names := strings.Split(*limiters, ",")
 	type row struct {
-		r   bench.SteadyResult
-		err error
+		pattern, limiter string
+		ns               []float64 // one a round
+		snapshots        int64
+		last             time.Duration
+		peak             int64
+		failed           bool
 	}
-	var rows []row
+	var rows []*row
 	for _, p := range strings.Split(*patterns, ",") {
-		for _, name := range strings.Split(*limiters, ",") {
-			f, err := bench.FactoryByName(name)
-			if err != nil {
-				log.Fatal(err)
+		byName := map[string]*row{}
+		for _, name := range names {
+			byName[name] = &row{pattern: p, limiter: name}
+			rows = append(rows, byName[name])
+		}
+		for round := range *rounds {
+			for i := range names {
+				name := names[(i+round)%len(names)]
+				f, err := bench.FactoryByName(name)
+				if err != nil {
+					log.Fatal(err)
+				}
+				r, err := bench.Steady(f, *keys, p, *warmup, *dur)
+				x := byName[name]
+				if err != nil {
+					log.Printf("%s/%s: %v", name, p, err)
+					x.failed = true
+				}
+				log.Printf("%s/%s round %d: %.0f ns/hit over %v (%d hits), %d snapshots, last %v",
+					name, p, round+1, r.NsPerHit, r.Duration.Round(time.Millisecond), r.Hits, r.Snapshots, r.LastSnapshot.Round(time.Millisecond))
+				x.ns = append(x.ns, r.NsPerHit)
+				x.snapshots += r.Snapshots
+				x.last = r.LastSnapshot
+				x.peak = max(x.peak, r.PeakWindowsInMemory)
+				runtime.GC()
 			}
-			r, err := bench.Steady(f, *keys, p, *warmup, *dur)
-			if err != nil {
-				log.Printf("%s/%s: %v", name, p, err)
-			}
-			log.Printf("%s/%s: %.0f ns/hit over %v (%d hits), %d snapshots, last %v",
-				name, p, r.NsPerHit, r.Duration.Round(time.Millisecond), r.Hits, r.Snapshots, r.LastSnapshot.Round(time.Millisecond))
-			rows = append(rows, row{r, err})
-			runtime.GC()
 		}
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("steady state: %d keys, warm-up %v, >= %v measured, 1 goroutine, %s, GOMAXPROCS %d, load at end %s\n",
-		*keys, *warmup, *dur, runtime.Version(), runtime.GOMAXPROCS(0), strings.Fields(string(load) + " ?")[0])
-	fmt.Println("| pattern | limiter | ns/hit | vs GoLimiter | snapshots (last) | peak windows in memory |")
+	fmt.Printf("steady state: %d keys, warm-up %v, >= %v measured, %d round(s), 1 goroutine, %s, GOMAXPROCS %d, load at end %s\n",
+		*keys, *warmup, *dur, *rounds, runtime.Version(), runtime.GOMAXPROCS(0), strings.Fields(string(load) + " ?")[0])
+	fmt.Println("| pattern | limiter | ns/hit (median, min–max) | vs GoLimiter (median of per-round ratios) | snapshots (last) | peak windows in memory |")
 	fmt.Println("|---|---|---|---|---|---|")
 	for _, x := range rows {
-		var gl float64
+		var gl *row
 		for _, y := range rows {
-			if y.r.Pattern == x.r.Pattern && y.r.Limiter == "GoLimiter" {
-				gl = y.r.NsPerHit
+			if y.pattern == x.pattern && y.limiter == "GoLimiter" {
+				gl = y
 			}
 		}
 		rel := "-"
-		if gl > 0 && x.r.NsPerHit > 0 {
-			rel = fmt.Sprintf("%.2fx", gl/x.r.NsPerHit)
+		if gl != nil {
+			var ratios []float64
+			for i := range x.ns {
+				if x.ns[i] > 0 && i < len(gl.ns) {
+					ratios = append(ratios, gl.ns[i]/x.ns[i])
+				}
+			}
+			if len(ratios) > 0 {
+				rel = fmt.Sprintf("%.2fx", median(ratios))
+			}
 		}
 		note := ""
-		if x.err != nil {
+		if x.failed {
 			note = " (failed: see log)"
 		}
-		fmt.Printf("| %s | %s | %.0f%s | %s | %d (%v) | %d |\n", x.r.Pattern, x.r.Limiter, x.r.NsPerHit, note, rel,
-			x.r.Snapshots, x.r.LastSnapshot.Round(time.Millisecond), x.r.PeakWindowsInMemory)
+		fmt.Printf("| %s | %s | %.0f (%.0f–%.0f)%s | %s | %d (%v) | %d |\n", x.pattern, x.limiter, median(x.ns),
+			slices.Min(x.ns), slices.Max(x.ns), note, rel, x.snapshots, x.last.Round(time.Millisecond), x.peak)
 	}
+}
+
+// median returns the median of xs (not empty), averaging the middle two of
+// an even count.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
