@@ -22,8 +22,9 @@ import (
 // an expiry index in the file.
 
 // maxBlockBytes is the size, in bytes, past which a block is split into
-// blocks of about half of it (a variable only so that tests can make blocks
-// small): about 34 windows of 16-byte keys. Four to eight blocks share a
+// blocks of about half of it, and against which the janitor merges the
+// blocks it leaves small (see mergeBelowDiv; a variable only so that tests
+// can make blocks small): about 34 windows of 16-byte keys. Four to eight blocks share a
 // 4 KiB bbolt page, so bbolt can split a page whose blocks grow (it never
 // splits a page of four elements or fewer). BenchmarkDB_Snapshot's
 // leaf-fill-%: 93% (73% with blocks of up to 1,900 bytes).
