@@ -102,6 +102,44 @@ func ExampleDB_Layered() {
 	// 12:04 allowed=false tier=15m0s retry=11m0s
 }
 
+// A login limiter that counts only failures: every attempt is a hit (so
+// that concurrent attempts cannot all slip past the limit), and an attempt
+// whose password was right gives its hit back to every tier.
+func ExampleLayered_Refund() {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	db, err := ratedb.Open("", &ratedb.Options{Clock: func() time.Time { return now }})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	login, err := db.Layered(ratedb.FixedWindow,
+		ratedb.Tier{Scale: time.Minute, Limit: 3},
+		ratedb.Tier{Scale: time.Hour, Limit: 10},
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, passwordRight := range []bool{false, true, false, true, true, false} {
+		r, err := login.Hit(ctx, "alice@example.com", 1)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if r.Allowed && passwordRight {
+			if _, err := login.Refund(ctx, "alice@example.com", 1); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+	counts, err := login.Get(ctx, "alice@example.com")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("failures counted per tier:", counts)
+	// Output:
+	// failures counted per tier: [3 3]
+}
+
 // Inc, Get, Set, ExpiresAt and Reset manage a key directly, for example to
 // count failures reported by another system.
 func ExampleWindow_Inc() {

@@ -3,6 +3,7 @@ package ratedb
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ratedb/ratedb/internal/limits"
@@ -181,6 +182,61 @@ func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64
 		*e.tier(l.pos[i]) = counter{Count: counts[i], End: ends[i]}
 	}
 	db.markDirty(e, h)
+	return counts, nil
+}
+
+// Refund gives amount (> 0) back to key's current window in every tier:
+// each tier's count drops by amount, never below zero, and no window's end
+// moves. It returns the counts after the refund, in tier order; a tier with
+// no current window gets nothing back and reads 0. A key with no current
+// window in any tier has nothing to give back: Refund opens none.
+//
+// A refund is one step with respect to every other call on the key: a hit
+// that races it is counted before it or after it, never lost. Use it to
+// give back a hit for work that did not happen (a login that succeeded,
+// when only failures should count).
+func (l *Layered) Refund(ctx context.Context, key string, amount int64) ([]int64, error) {
+	if err := checkCall(ctx, key); err != nil {
+		return nil, err
+	}
+	if amount <= 0 {
+		return nil, fmt.Errorf("%w: amount %d is not positive", ErrInvalidArgument, amount)
+	}
+	counts := make([]int64, len(l.tiers))
+	// A key with no window anywhere gets no entry: look before locking one.
+	cs, now, err := l.read(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(cs, func(c counter) bool { return c.End > now }) {
+		return counts, nil
+	}
+	db := l.db
+	h := l.hash(key)
+	if !db.enter(h) {
+		return nil, ErrClosed
+	}
+	defer db.exit(h)
+	e, now, cold, err := l.acquire(key, h)
+	if err != nil {
+		return nil, err
+	}
+	defer l.release(e, cold)
+	changed := false
+	for i := range l.tiers {
+		c := e.tier(l.pos[i])
+		if c.End <= now {
+			continue // ended since the read, or never opened: nothing to give back
+		}
+		if c.Count > 0 {
+			c.Count = max(0, c.Count-amount)
+			changed = true
+		}
+		counts[i] = c.Count
+	}
+	if changed {
+		db.markDirty(e, h)
+	}
 	return counts, nil
 }
 

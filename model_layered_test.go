@@ -43,8 +43,49 @@ func (m *modelRun) stepLayered() error {
 			return fmt.Errorf("Layered.Reset: %w", err)
 		}
 		delete(l.wins, key)
+	case r < 9:
+		return m.refundLayered(li, l, ly, key, 1+m.rng.Int64N(4))
 	default:
 		return m.checkLayered(li, key)
+	}
+	return nil
+}
+
+// refundLayered checks one Layered Refund: every tier with an open window
+// gives amount back, never below zero, and a key with no open window in
+// any tier is left alone (the DB opens no entry, so nothing is capped).
+func (m *modelRun) refundLayered(li int, l *mLay, ly *ratedb.Layered, key string, amount int64) error {
+	now := m.tick()
+	if err := m.resolveLayered(li, key, now); err != nil {
+		return err
+	}
+	m.logf("[L%d] Refund(%s, %d)", li, key, amount)
+	got, err := ly.Refund(ctx, key, amount)
+	if err != nil {
+		return fmt.Errorf("Layered.Refund: %w", err)
+	}
+	want := make([]int64, len(l.tiers))
+	ws, ok := l.wins[key]
+	open := false
+	for i := range ws {
+		open = open || now < ws[i].end
+	}
+	if ok && open {
+		l.capStore(key, now)
+		for i := range ws {
+			if now < ws[i].end {
+				ws[i].count = max(0, ws[i].count-amount)
+				want[i] = ws[i].count
+			}
+		}
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("[L%d] Refund(%s, %d): got %v, model %v", li, key, amount, got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			return fmt.Errorf("[L%d] Refund(%s, %d): got %v, model %v", li, key, amount, got, want)
+		}
 	}
 	return nil
 }

@@ -67,18 +67,24 @@ func decodeRead(v any, n int) ([]tierState, error) {
 	return ts, nil
 }
 
-// decodeRefund decodes refundScript's reply {now, count, end}: end is 0
-// when the key had no open window.
-func decodeRefund(v any) (count, end int64, err error) {
+// decodeRefund decodes refundScript's reply {now, c1, e1, …} for n tiers,
+// in storage order: a tier with end 0 had no open window (and count 0).
+func decodeRefund(v any, n int) ([]tierState, error) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 3 {
-		return 0, 0, badReply(v)
+	if !ok || len(a) != 1+2*n {
+		return nil, badReply(v)
 	}
-	_, ok1 := a[0].(int64)
-	count, ok2 := a[1].(int64)
-	end, ok3 := a[2].(int64)
-	if !ok1 || !ok2 || !ok3 || count < 0 || end < 0 || (end == 0 && count != 0) {
-		return 0, 0, badReply(v)
+	if _, ok := a[0].(int64); !ok {
+		return nil, badReply(v)
 	}
-	return count, end, nil
+	ts := make([]tierState, n)
+	for i := range ts {
+		count, ok1 := a[1+2*i].(int64)
+		end, ok2 := a[2+2*i].(int64)
+		if !ok1 || !ok2 || count < 0 || end < 0 || (end == 0 && count != 0) {
+			return nil, badReply(v)
+		}
+		ts[i] = tierState{count: count, end: end}
+	}
+	return ts, nil
 }

@@ -91,27 +91,35 @@ func FuzzDecodeCount(f *testing.F) {
 }
 
 // FuzzDecodeRefund feeds refundScript replies of arbitrary shape and
-// values: no panic, an error matches ErrUnavailable, and a decoded reply is
-// either no window (0, 0) or a non-negative count with an end.
+// values for one to three tiers: no panic, an error matches
+// ErrUnavailable, and every decoded tier is either no window (0, 0) or a
+// non-negative count with an end.
 func FuzzDecodeRefund(f *testing.F) {
-	f.Add(int64(1767225600000), int64(3), int64(1767225660000), uint8(3))
-	f.Add(int64(0), int64(0), int64(0), uint8(3))
-	f.Add(int64(0), int64(-1), int64(5), uint8(3))
-	f.Add(int64(0), int64(2), int64(0), uint8(2))
-	f.Fuzz(func(t *testing.T, now, count, end int64, length uint8) {
-		reply := []any{now, count, end, int64(0)}[:int(length)%5]
-		c, e, err := decodeRefund(reply)
+	f.Add(int64(1767225600000), int64(3), int64(1767225660000), uint8(3), uint8(1))
+	f.Add(int64(0), int64(0), int64(0), uint8(3), uint8(1))
+	f.Add(int64(0), int64(-1), int64(5), uint8(3), uint8(1))
+	f.Add(int64(0), int64(2), int64(0), uint8(2), uint8(1))
+	f.Add(int64(1767225600000), int64(3), int64(1767225660000), uint8(5), uint8(2))
+	f.Fuzz(func(t *testing.T, now, count, end int64, length, tiers uint8) {
+		n := 1 + int(tiers)%3
+		reply := []any{now, count, end, count, end, int64(0), int64(0), int64(1)}[:int(length)%9]
+		ts, err := decodeRefund(reply, n)
 		if err != nil {
 			if !errors.Is(err, ratedb.ErrUnavailable) {
 				t.Fatalf("error %v does not match ErrUnavailable", err)
 			}
 			return
 		}
-		if c < 0 || e < 0 || (e == 0 && c != 0) {
-			t.Fatalf("decoded count %d, end %d", c, e)
+		if len(ts) != n || len(reply) != 1+2*n {
+			t.Fatalf("decoded %d tiers of %d from %v", len(ts), n, reply)
 		}
-		if len(reply) == 3 && (c != count || e != end) {
-			t.Fatalf("decoded %d, %d from %v", c, e, reply)
+		for i, s := range ts {
+			if s.count < 0 || s.end < 0 || (s.end == 0 && s.count != 0) {
+				t.Fatalf("tier %d decoded count %d, end %d", i, s.count, s.end)
+			}
+			if s.count != reply[1+2*i] || s.end != reply[2+2*i] {
+				t.Fatalf("tier %d decoded %d, %d from %v", i, s.count, s.end, reply)
+			}
 		}
 	})
 }

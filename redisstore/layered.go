@@ -115,6 +115,45 @@ func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64
 	return counts, nil
 }
 
+// Refund gives amount (> 0) back to key's current window in every tier:
+// each tier's count drops by amount, never below zero, and no window's end
+// moves. It returns the counts after the refund, in tier order; a tier with
+// no current window gets nothing back and reads 0. A key with no current
+// window in any tier has nothing to give back: Refund opens none.
+//
+// A refund is one script, so it is one step with respect to every other
+// call on the key from any process: a hit that races it is never lost. It
+// is sent at most once: after a network error its effect is unknown, and it
+// is not retried, since a refund applied twice would give back twice (the
+// error means the refund may not have happened; the counts are then too
+// high, never too low).
+func (l *Layered) Refund(ctx context.Context, key string, amount int64) ([]int64, error) {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return nil, err
+	}
+	if amount <= 0 {
+		return nil, fmt.Errorf("%w: amount %d is not positive", ratedb.ErrInvalidArgument, amount)
+	}
+	sp := l.sp
+	now, err := sp.s.nowArg()
+	if err != nil {
+		return nil, err
+	}
+	v, err := sp.s.run(ctx, refundScript, true, []string{sp.s.tagged(key) + sp.suffix}, now, min(amount, MaxCount), len(l.tiers))
+	if err != nil {
+		return nil, err
+	}
+	ts, err := decodeRefund(v, len(l.tiers))
+	if err != nil {
+		return nil, err
+	}
+	counts := make([]int64, len(ts))
+	for i, p := range l.pos {
+		counts[i] = ts[p].count
+	}
+	return counts, nil
+}
+
 // Get returns key's count in each tier's current window (0 for a tier with
 // none), in tier order. It opens no window.
 func (l *Layered) Get(ctx context.Context, key string) ([]int64, error) {

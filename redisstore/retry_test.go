@@ -19,8 +19,8 @@ import (
 //     ErrUnavailable and counted once;
 //   - with DedupWindow, go-redis retries and the retry returns the first
 //     execution's answer: the call succeeds and counted once;
-//   - a refund is never retried: it returns ErrUnavailable and gave back
-//     once.
+//   - a refund (of a Window or a Layered limiter) is never retried: it
+//     returns ErrUnavailable and gave back once.
 //
 // The control runs the same script the way a plain go-redis Script.Run
 // would, and counts twice: the fault really causes a retry.
@@ -53,6 +53,8 @@ func TestRetryNotCountedTwice(t *testing.T) {
 		require.NoError(t, err)
 		_, _, err = w.Refund(ctx, "refund", 1) // loads the refund script
 		require.NoError(t, err)
+		_, err = l.Inc(ctx, "refund", calls)
+		require.NoError(t, err)
 		cutsBefore := p.cuts.Load()
 		for i := int64(1); i <= calls; i++ {
 			p.Arm(1)
@@ -67,6 +69,12 @@ func TestRetryNotCountedTwice(t *testing.T) {
 			left, err := w.Get(ctx, "refund")
 			require.NoError(t, err)
 			assert.Equal(t, calls-i, left, "DedupWindow %v, call %d: refunded exactly once", dedup, i)
+			p.Arm(1)
+			_, lRefundErr := l.Refund(ctx, "refund", 1)
+			assert.ErrorIs(t, lRefundErr, ratedb.ErrUnavailable, "a Layered refund is never resent either")
+			lLeft, err := l.Get(ctx, "refund")
+			require.NoError(t, err)
+			assert.Equal(t, []int64{calls - i, calls - i}, lLeft, "DedupWindow %v, call %d: refunded exactly once in every tier", dedup, i)
 			if dedup == 0 {
 				assert.ErrorIs(t, hitErr, ratedb.ErrUnavailable)
 				assert.ErrorIs(t, incErr, ratedb.ErrUnavailable)
@@ -84,7 +92,7 @@ func TestRetryNotCountedTwice(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, i, got, "DedupWindow %v, call %d: counted exactly once", dedup, i)
 		}
-		assert.Equal(t, int64(4*calls), p.cuts.Load()-cutsBefore, "every armed reply was cut")
+		assert.Equal(t, int64(5*calls), p.cuts.Load()-cutsBefore, "every armed reply was cut")
 		n, err := w.Get(ctx, "inc")
 		require.NoError(t, err)
 		assert.Equal(t, int64(2*calls), n)

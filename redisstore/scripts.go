@@ -183,22 +183,36 @@ redis.call('SET', KEYS[1], encode({count, e}), 'PX', e - now)
 return count
 `)
 
-// refundScript is Window.Refund. KEYS[1] is the counter key; ARGV: now
-// (empty: read TIME), amount. If the key's window is open it lowers the
-// count by amount, never below zero, and keeps the window's end and TTL;
-// else it writes nothing. It returns {now, count after, end}, {now, 0, 0}
-// without a window.
+// refundScript is Window.Refund and Layered.Refund. KEYS[1] is the counter
+// key; ARGV: now (empty: read TIME), amount, tiers. Every tier whose window
+// is open has its count lowered by amount, never below zero; no end moves,
+// and the TTL stays the latest end. A key with no open window is not
+// written. It returns {now, c1, e1, c2, e2, …}: each tier's count after
+// the refund and its end, {0, 0} for a tier with no open window.
 var refundScript = newScript(prelude + `
 local now = clock(ARGV[1])
+local amount, n = tonumber(ARGV[2]), tonumber(ARGV[3])
+local out = {now}
+for i = 1, n do out[2*i], out[2*i+1] = 0, 0 end
 local cur = redis.call('GET', KEYS[1])
-if not cur then return {now, 0, 0} end
+if not cur then return out end
 local st = decode(cur)
-local c, e = st[1], st[2]
-if c == nil or e == nil or e <= now then return {now, 0, 0} end
-c = c - tonumber(ARGV[2])
-if c < 0 then c = 0 end
-redis.call('SET', KEYS[1], encode({c, e}), 'PX', e - now)
-return {now, c, e}
+local maxEnd, changed = 0, false
+for i = 1, n do
+  local c, e = st[2*i-1], st[2*i]
+  if c ~= nil and e ~= nil then
+    if e > maxEnd then maxEnd = e end
+    if e > now then
+      c = c - amount
+      if c < 0 then c = 0 end
+      st[2*i-1] = c
+      changed = true
+      out[2*i], out[2*i+1] = c, e
+    end
+  end
+end
+if changed then redis.call('SET', KEYS[1], encode(st), 'PX', maxEnd - now) end
+return out
 `)
 
 // resetScript is Reset: it deletes the counter key.

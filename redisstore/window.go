@@ -151,15 +151,15 @@ func (w *Window) Refund(ctx context.Context, key string, amount int64) (int64, t
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	v, err := sp.s.run(ctx, refundScript, true, []string{sp.s.tagged(key) + sp.suffix}, now, min(amount, MaxCount))
+	v, err := sp.s.run(ctx, refundScript, true, []string{sp.s.tagged(key) + sp.suffix}, now, min(amount, MaxCount), 1)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	count, end, err := decodeRefund(v)
-	if err != nil || end == 0 {
+	ts, err := decodeRefund(v, 1)
+	if err != nil || ts[0].end == 0 {
 		return 0, time.Time{}, err
 	}
-	return count, time.UnixMilli(end), nil
+	return ts[0].count, time.UnixMilli(ts[0].end), nil
 }
 
 // Get returns key's count in its current window, 0 if it has none. It does

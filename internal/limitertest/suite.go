@@ -32,6 +32,7 @@ type Layered interface {
 	Hit(ctx context.Context, key string, increment int64) (ratedb.Result, error)
 	Inc(ctx context.Context, key string, increment int64) ([]int64, error)
 	Get(ctx context.Context, key string) ([]int64, error)
+	Refund(ctx context.Context, key string, amount int64) ([]int64, error)
 	ExpiresAt(ctx context.Context, key string) ([]time.Time, error)
 	Reset(ctx context.Context, key string) error
 	Tiers() []ratedb.Tier
@@ -58,6 +59,8 @@ func Run(t *testing.T, b Backend) {
 	t.Run("ConcurrentExactness", func(t *testing.T) { testConcurrentExactness(t, b) })
 	t.Run("Refund", func(t *testing.T) { testRefund(t, b) })
 	t.Run("ConcurrentRefunds", func(t *testing.T) { testConcurrentRefunds(t, b) })
+	t.Run("LayeredRefund", func(t *testing.T) { testLayeredRefund(t, b) })
+	t.Run("LayeredConcurrentRefunds", func(t *testing.T) { testLayeredConcurrentRefunds(t, b) })
 }
 
 // Epoch is a round instant (a multiple of a day since the Unix epoch), so
