@@ -117,7 +117,7 @@ func TestSteadySmall(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range SteadyPatterns {
-			r, err := Steady(f, 20_000, p, 50*time.Millisecond, 200*time.Millisecond)
+			r, err := Steady(f, 20_000, p, 50*time.Millisecond, 200*time.Millisecond, p == "zipf")
 			if err != nil {
 				t.Fatal(err)
 			}

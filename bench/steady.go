@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -37,20 +38,35 @@ var SteadyPatterns = []string{"roundrobin", "zipf"}
 // b.N grows until about a second has passed, the measured time covers many
 // snapshot periods of a persistent limiter, so its background work is
 // charged to the hits.
-func Steady(f Factory, n int, pattern string, warmup, dur time.Duration) (SteadyResult, error) {
+//
+// With freshKeys, the timed hits use a second copy of every key, at other
+// addresses than the strings that filled the limiter, as a server's
+// requests each bring a string of their own: a limiter that keeps the
+// string it was first given (a Go map keyed by it) then compares the key
+// in memory the hit has not just read, as it would in production. Without
+// it, every hit passes the very string the limiter stored, whose bytes the
+// hash of the hit has just brought into the cache.
+func Steady(f Factory, n int, pattern string, warmup, dur time.Duration, freshKeys bool) (SteadyResult, error) {
 	r := SteadyResult{Limiter: f.Name, Pattern: pattern, Keys: n, Warmup: warmup}
 	m, closeFn, err := BuildManyKeys(f, n)
 	if err != nil {
 		return r, err
 	}
 	defer closeFn()
+	keys := m.Keys
+	if freshKeys {
+		keys = make([]string, len(m.Keys))
+		for i, k := range m.Keys {
+			keys[i] = strings.Clone(k)
+		}
+	}
 	var order func(i int) string
 	switch pattern {
 	case "roundrobin":
-		order = func(i int) string { return m.Keys[i%len(m.Keys)] }
+		order = func(i int) string { return keys[i%len(keys)] }
 	case "zipf":
 		mask := len(m.Zipf) - 1
-		order = func(i int) string { return m.Keys[m.Zipf[i&mask]] }
+		order = func(i int) string { return keys[m.Zipf[i&mask]] }
 	default:
 		return r, fmt.Errorf("bench: unknown pattern %q (want one of %v)", pattern, SteadyPatterns)
 	}

@@ -34,6 +34,7 @@ func main() {
 	limiters := flag.String("limiters", "RatedbFile,RatedbMem,GoLimiter,MutexMap", "comma-separated limiters (see bench.Factories)")
 	patterns := flag.String("patterns", strings.Join(bench.SteadyPatterns, ","), "comma-separated access patterns")
 	rounds := flag.Int("rounds", 1, "times each limiter is measured, rotating the order each round")
+	freshKeys := flag.Bool("fresh-keys", false, "hit with a second copy of each key, as requests bring their own strings (see bench.Steady)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *rounds < 1 {
@@ -67,7 +68,7 @@ func main() {
 				if err != nil {
 					log.Fatal(err)
 				}
-				r, err := bench.Steady(f, *keys, p, *warmup, *dur)
+				r, err := bench.Steady(f, *keys, p, *warmup, *dur, *freshKeys)
 				x := byName[name]
 				if err != nil {
 					log.Printf("%s/%s: %v", name, p, err)
@@ -84,8 +85,8 @@ func main() {
 		}
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("steady state: %d keys, warm-up %v, >= %v measured, %d round(s), 1 goroutine, %s, GOMAXPROCS %d, load at end %s\n",
-		*keys, *warmup, *dur, *rounds, runtime.Version(), runtime.GOMAXPROCS(0), strings.Fields(string(load) + " ?")[0])
+	fmt.Printf("steady state: %d keys, warm-up %v, >= %v measured, %d round(s), fresh keys %v, 1 goroutine, %s, GOMAXPROCS %d, load at end %s\n",
+		*keys, *warmup, *dur, *rounds, *freshKeys, runtime.Version(), runtime.GOMAXPROCS(0), strings.Fields(string(load) + " ?")[0])
 	fmt.Println("| pattern | limiter | ns/hit (median, min–max) | vs GoLimiter (median of per-round ratios) | snapshots (last) | peak windows in memory |")
 	fmt.Println("|---|---|---|---|---|---|")
 	for _, x := range rows {
