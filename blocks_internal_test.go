@@ -172,24 +172,10 @@ func TestJanitorMergesBlocksAFloodLeft(t *testing.T) {
 	defer func(n int) { maxBlockBytes = n }(maxBlockBytes)
 	maxBlockBytes = 160 // about six windows
 	ctx := context.Background()
-	now := time.UnixMilli(1_767_225_600_000)
-	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 64}
-	path := filepath.Join(t.TempDir(), "rate.db")
-	db, err := Open(path, opts)
-	require.NoError(t, err)
-	flood, err := db.Window(FixedWindow, time.Minute)
-	require.NoError(t, err)
+	const floodKeys, liveKeys = 3000, 150
+	db, path, opts, clock := openFlooded(t, floodKeys, liveKeys, func(i int) int64 { return int64(1 + i%5) })
 	live, err := db.Window(PerKeyWindow, 24*time.Hour)
 	require.NoError(t, err)
-	const floodKeys, liveKeys = 3000, 150
-	for i := range floodKeys {
-		_, err := flood.Inc(ctx, fmt.Sprint("flood-", i), 1)
-		require.NoError(t, err)
-	}
-	for i := range liveKeys {
-		_, err := live.Inc(ctx, fmt.Sprint("live-", i), int64(1+i%5))
-		require.NoError(t, err)
-	}
 	require.NoError(t, db.Snapshot())
 	blocks := func() (n int, windows int64) {
 		db.snapMu.Lock()
@@ -218,7 +204,7 @@ func TestJanitorMergesBlocksAFloodLeft(t *testing.T) {
 	}))
 	require.Greater(t, len(holding), liveKeys*3/4, "the live windows are scattered")
 
-	now = now.Add(2 * time.Minute)
+	clock.Set(clock.Now().Add(2 * time.Minute))
 	removed, err := db.Clean()
 	require.NoError(t, err)
 	assert.Equal(t, floodKeys, removed)
@@ -279,30 +265,14 @@ func TestJanitorDoesNotAbsorbADamagedBlock(t *testing.T) {
 	defer func(n int) { maxBlockBytes = n }(maxBlockBytes)
 	maxBlockBytes = 200
 	ctx := context.Background()
-	now := time.UnixMilli(1_767_225_600_000)
-	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 64}
-	path := filepath.Join(t.TempDir(), "rate.db")
-	db, err := Open(path, opts)
-	require.NoError(t, err)
-	flood, err := db.Window(FixedWindow, time.Minute)
-	require.NoError(t, err)
-	live, err := db.Window(PerKeyWindow, 24*time.Hour)
-	require.NoError(t, err)
 	const floodKeys, liveKeys = 600, 60
-	for i := range floodKeys {
-		_, err := flood.Inc(ctx, fmt.Sprint("flood-", i), 1)
-		require.NoError(t, err)
-	}
-	for i := range liveKeys {
-		_, err := live.Inc(ctx, fmt.Sprint("live-", i), 3)
-		require.NoError(t, err)
-	}
+	db, path, opts, clock := openFlooded(t, floodKeys, liveKeys, func(int) int64 { return 3 })
 	require.NoError(t, db.Close())
 
 	// Damage the second block that holds a live window: the first, left
 	// small by the pass, absorbs the flood's blocks after it until it
 	// meets the damaged one.
-	db, err = Open(path, opts)
+	db, err := Open(path, opts)
 	require.NoError(t, err)
 	lost := map[string]bool{}
 	require.NoError(t, db.update(func(tx *bolt.Tx) error {
@@ -338,14 +308,14 @@ func TestJanitorDoesNotAbsorbADamagedBlock(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	require.NoError(t, db.Snapshot()) // waits for the audit's block index
-	now = now.Add(2 * time.Minute)
+	clock.Set(clock.Now().Add(2 * time.Minute))
 	_, err = db.Clean()
 	require.NoError(t, err)
 	require.NoError(t, db.Verify(), "the damaged block is gone")
 	assert.GreaterOrEqual(t, db.Stats().CorruptSkipped, int64(1))
 	require.NotEmpty(t, lost)
 	assert.Equal(t, int64(liveKeys-len(lost)), db.Stats().WindowsOnDisk, "the damaged block's windows left the count")
-	live, err = db.Window(PerKeyWindow, 24*time.Hour)
+	live, err := db.Window(PerKeyWindow, 24*time.Hour)
 	require.NoError(t, err)
 	for i := range liveKeys {
 		k := fmt.Sprint("live-", i)
@@ -364,6 +334,33 @@ func TestJanitorDoesNotAbsorbADamagedBlock(t *testing.T) {
 	}
 	db.snapMu.Unlock()
 	assert.Less(t, blocks, liveKeys/2, "the sound small blocks were merged")
+}
+
+// openFlooded opens a DB in a new file, with a fake clock and no
+// background work, and counts floodKeys keys once each in a one-minute
+// FixedWindow (a flood) and liveKeys keys, live-i counted liveCount(i), in
+// a day-long PerKeyWindow.
+func openFlooded(t *testing.T, floodKeys, liveKeys int, liveCount func(i int) int64) (db *DB, path string, opts *Options, clock *settableClock) {
+	t.Helper()
+	ctx := context.Background()
+	clock = &settableClock{t: time.UnixMilli(1_767_225_600_000)}
+	opts = &Options{Clock: clock.Now, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 64}
+	path = filepath.Join(t.TempDir(), "rate.db")
+	db, err := Open(path, opts)
+	require.NoError(t, err)
+	flood, err := db.Window(FixedWindow, time.Minute)
+	require.NoError(t, err)
+	live, err := db.Window(PerKeyWindow, 24*time.Hour)
+	require.NoError(t, err)
+	for i := range floodKeys {
+		_, err := flood.Inc(ctx, fmt.Sprint("flood-", i), 1)
+		require.NoError(t, err)
+	}
+	for i := range liveKeys {
+		_, err := live.Inc(ctx, fmt.Sprint("live-", i), liveCount(i))
+		require.NoError(t, err)
+	}
+	return db, path, opts, clock
 }
 
 // A damaged file can hold a block key of another length than 8 bytes that

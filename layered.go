@@ -158,31 +158,47 @@ func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64
 	if increment <= 0 {
 		return nil, fmt.Errorf("%w: increment %d is not positive", ErrInvalidArgument, increment)
 	}
+	counts := make([]int64, len(l.tiers))
+	ends := make([]int64, len(l.tiers))
+	err := l.mutate(key, func(e *entry, now int64) (bool, error) {
+		for i := range l.tiers {
+			count, end := l.current(e.tier(l.pos[i]), l.pos[i], key, now)
+			if count > maxCount-increment {
+				return false, fmt.Errorf("%w: increment %d would overflow tier %d's count", ErrInvalidArgument, increment, i)
+			}
+			counts[i], ends[i] = count+increment, end
+		}
+		for i := range counts {
+			*e.tier(l.pos[i]) = counter{Count: counts[i], End: ends[i]}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return counts, nil
+}
+
+// mutate runs fn on key's entry, locked, at the time the entry was locked,
+// and marks the entry dirty if fn reports a change (fn changes nothing
+// when it returns an error).
+func (l *Layered) mutate(key string, fn func(e *entry, now int64) (changed bool, err error)) error {
 	db := l.db
 	h := l.hash(key)
 	if !db.enter(h) {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	defer db.exit(h)
 	e, now, cold, err := l.acquire(key, h)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer l.release(e, cold)
-	counts := make([]int64, len(l.tiers))
-	ends := make([]int64, len(l.tiers))
-	for i := range l.tiers {
-		count, end := l.current(e.tier(l.pos[i]), l.pos[i], key, now)
-		if count > maxCount-increment {
-			return nil, fmt.Errorf("%w: increment %d would overflow tier %d's count", ErrInvalidArgument, increment, i)
-		}
-		counts[i], ends[i] = count+increment, end
+	changed, err := fn(e, now)
+	if changed {
+		db.markDirty(e, h)
 	}
-	for i := range counts {
-		*e.tier(l.pos[i]) = counter{Count: counts[i], End: ends[i]}
-	}
-	db.markDirty(e, h)
-	return counts, nil
+	return err
 }
 
 // Refund gives amount (> 0) back to key's current window in every tier:
@@ -211,31 +227,23 @@ func (l *Layered) Refund(ctx context.Context, key string, amount int64) ([]int64
 	if !slices.ContainsFunc(cs, func(c counter) bool { return c.End > now }) {
 		return counts, nil
 	}
-	db := l.db
-	h := l.hash(key)
-	if !db.enter(h) {
-		return nil, ErrClosed
-	}
-	defer db.exit(h)
-	e, now, cold, err := l.acquire(key, h)
+	err = l.mutate(key, func(e *entry, now int64) (bool, error) {
+		changed := false
+		for i := range l.tiers {
+			c := e.tier(l.pos[i])
+			if c.End <= now {
+				continue // ended since the read, or never opened: nothing to give back
+			}
+			if c.Count > 0 {
+				c.Count = max(0, c.Count-amount)
+				changed = true
+			}
+			counts[i] = c.Count
+		}
+		return changed, nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer l.release(e, cold)
-	changed := false
-	for i := range l.tiers {
-		c := e.tier(l.pos[i])
-		if c.End <= now {
-			continue // ended since the read, or never opened: nothing to give back
-		}
-		if c.Count > 0 {
-			c.Count = max(0, c.Count-amount)
-			changed = true
-		}
-		counts[i] = c.Count
-	}
-	if changed {
-		db.markDirty(e, h)
 	}
 	return counts, nil
 }

@@ -108,11 +108,7 @@ func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64
 	if err != nil {
 		return nil, err
 	}
-	counts := make([]int64, len(ts))
-	for i, p := range l.pos {
-		counts[i] = ts[p].count
-	}
-	return counts, nil
+	return l.counts(ts), nil
 }
 
 // Refund gives amount (> 0) back to key's current window in every tier:
@@ -147,11 +143,17 @@ func (l *Layered) Refund(ctx context.Context, key string, amount int64) ([]int64
 	if err != nil {
 		return nil, err
 	}
-	counts := make([]int64, len(ts))
+	return l.counts(ts), nil
+}
+
+// counts returns the count of each tier of ts (in storage order), in the
+// order the tiers were given.
+func (l *Layered) counts(ts []tierState) []int64 {
+	out := make([]int64, len(ts))
 	for i, p := range l.pos {
-		counts[i] = ts[p].count
+		out[i] = ts[p].count
 	}
-	return counts, nil
+	return out
 }
 
 // Get returns key's count in each tier's current window (0 for a tier with
@@ -164,11 +166,7 @@ func (l *Layered) Get(ctx context.Context, key string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]int64, len(ts))
-	for i, p := range l.pos {
-		out[i] = ts[p].count
-	}
-	return out, nil
+	return l.counts(ts), nil
 }
 
 // ExpiresAt returns the end of each tier's current window for key (the zero
