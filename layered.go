@@ -179,9 +179,9 @@ func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64
 	return counts, nil
 }
 
-// mutate runs fn on key's entry, locked, at the time the entry was locked,
-// and marks the entry dirty if fn reports a change (fn changes nothing
-// when it returns an error).
+// mutate runs fn on key's entry with the entry locked, passing the time
+// read under that lock, and marks the entry dirty if fn reports a change
+// (fn changes nothing when it returns an error).
 func (l *Layered) mutate(key string, fn func(e *entry, now int64) (changed bool, err error)) error {
 	db := l.db
 	h := l.hash(key)
