@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"sync/atomic"
 
 	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/ratedb/ratedb/internal/record"
@@ -21,14 +22,27 @@ import (
 // the earliest expiry of each block, kept in memory (blockIndex), instead of
 // an expiry index in the file.
 
-// maxBlockBytes is the size, in bytes, past which a block is split into
-// blocks of about half of it, and against which the janitor merges the
-// blocks it leaves small (see mergeBelowDiv; a variable only so that tests
-// can make blocks small): about 34 windows of 16-byte keys. Four to eight blocks share a
-// 4 KiB bbolt page, so bbolt can split a page whose blocks grow (it never
-// splits a page of four elements or fewer). BenchmarkDB_Snapshot's
-// leaf-fill-%: 93% (73% with blocks of up to 1,900 bytes).
-var maxBlockBytes = 1000
+// defaultMaxBlockBytes is the size, in bytes, past which a block is split
+// into blocks of about half of it, and against which the janitor merges the
+// blocks it leaves small (see mergeBelowDiv): about 34 windows of 16-byte
+// keys. Four to eight blocks share a 4 KiB bbolt page, so bbolt can split a
+// page whose blocks grow (it never splits a page of four elements or
+// fewer). BenchmarkDB_Snapshot's leaf-fill-%: 93% (73% with blocks of up to
+// 1,900 bytes).
+const defaultMaxBlockBytes = 1000
+
+// blockCapOverride, when positive, replaces defaultMaxBlockBytes, so that
+// tests can make blocks small. It is atomic: a DB another test left open
+// may still be writing blocks when a test sets it.
+var blockCapOverride atomic.Int64
+
+// maxBlockBytes returns the block cap in force.
+func maxBlockBytes() int {
+	if n := blockCapOverride.Load(); n > 0 {
+		return int(n)
+	}
+	return defaultMaxBlockBytes
+}
 
 // blockFill is the fill percent of the blocks bucket's pages: blocks are
 // rewritten in place, so bbolt's default of half-full pages would double
@@ -364,7 +378,7 @@ func (w *blockWriter) merge(key uint64, oldKey, v []byte, set *changeSet, change
 }
 
 // put writes ws (hashes hs) as one block under key, or as several if they
-// exceed maxBlockBytes: blocks of about half of it, each after the first
+// exceed maxBlockBytes(): blocks of about half of it, each after the first
 // under the hash of its first window. Windows of equal hash stay together.
 func (w *blockWriter) put(key uint64, ws []record.BlockWindow, hs []uint64) error {
 	if len(ws) == 0 {
@@ -379,8 +393,8 @@ func (w *blockWriter) put(key uint64, ws []record.BlockWindow, hs []uint64) erro
 	}
 	w.sizes = sizes
 	parts := 1
-	if total > maxBlockBytes {
-		parts = (2*total + maxBlockBytes - 1) / maxBlockBytes
+	if limit := maxBlockBytes(); total > limit {
+		parts = (2*total + limit - 1) / limit
 	}
 	target := (total + parts - 1) / parts
 	start, acc := 0, 0

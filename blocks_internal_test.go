@@ -66,8 +66,7 @@ func TestSortChanges(t *testing.T) {
 // live windows; after a reopen every count reads back; once they expire,
 // one janitor pass removes every one.
 func TestBlocksSplitAndEmpty(t *testing.T) {
-	defer func(n int) { maxBlockBytes = n }(maxBlockBytes)
-	maxBlockBytes = 160 // about six windows
+	defer SetMaxBlockBytes(160)() // about six windows
 	ctx := context.Background()
 	now := time.UnixMilli(1_767_225_600_000)
 	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 64}
@@ -169,8 +168,7 @@ func TestBlocksSplitAndEmpty(t *testing.T) {
 // its own, and a snapshot would rewrite a block per changed window). Every
 // count stays exact, in memory and after a reopen, and the file verifies.
 func TestJanitorMergesBlocksAFloodLeft(t *testing.T) {
-	defer func(n int) { maxBlockBytes = n }(maxBlockBytes)
-	maxBlockBytes = 160 // about six windows
+	defer SetMaxBlockBytes(160)() // about six windows
 	ctx := context.Background()
 	const floodKeys, liveKeys = 3000, 150
 	db, path, opts, clock := openFlooded(t, floodKeys, liveKeys, func(i int) int64 { return int64(1 + i%5) })
@@ -218,7 +216,7 @@ func TestJanitorMergesBlocksAFloodLeft(t *testing.T) {
 		c := tx.Bucket(layout.BucketBlocks).Cursor()
 		n := 0
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			assert.LessOrEqual(t, len(v), maxBlockBytes, "block %x", k)
+			assert.LessOrEqual(t, len(v), maxBlockBytes(), "block %x", k)
 			n++
 		}
 		assert.Equal(t, after, n, "the block index matches the file")
@@ -262,8 +260,7 @@ func TestJanitorMergesBlocksAFloodLeft(t *testing.T) {
 // janitor deletes it as damaged (counted in Stats.CorruptSkipped), its
 // windows read as new, and every other live window keeps its count.
 func TestJanitorDoesNotAbsorbADamagedBlock(t *testing.T) {
-	defer func(n int) { maxBlockBytes = n }(maxBlockBytes)
-	maxBlockBytes = 200
+	defer SetMaxBlockBytes(200)()
 	ctx := context.Background()
 	const floodKeys, liveKeys = 600, 60
 	db, path, opts, clock := openFlooded(t, floodKeys, liveKeys, func(int) int64 { return 3 })

@@ -339,9 +339,9 @@ func (db *DB) keepLive(keep, ws []record.BlockWindow, cutoff int64, skip map[str
 }
 
 // Blocks the janitor leaves small absorb the blocks after them: a block
-// whose kept windows encode to less than maxBlockBytes/mergeBelowDiv bytes
+// whose kept windows encode to less than maxBlockBytes()/mergeBelowDiv bytes
 // takes in the next block's live windows, and the next, while the merged
-// block stays within maxBlockBytes/mergeUpToDiv (the size a split leaves)
+// block stays within maxBlockBytes()/mergeUpToDiv (the size a split leaves)
 // and at most mergeMaxBlocks blocks. Without it, once a flood's windows
 // expire the blocks they filled keep a window or two each, and every
 // snapshot after rewrites a block for each changed window.
@@ -375,7 +375,7 @@ type absorbed struct {
 // deletes it as due.
 func (db *DB) absorbNext(w *blockWriter, key uint64, keep []record.BlockWindow, cutoff int64, skip map[string]struct{}, st *absorbState) (absorbed, error) {
 	res := absorbed{windows: keep}
-	if record.BlockLen(keep) >= maxBlockBytes/mergeBelowDiv {
+	if record.BlockLen(keep) >= maxBlockBytes()/mergeBelowDiv {
 		return res, nil
 	}
 	st.merged = append(st.merged[:0], keep...)
@@ -400,7 +400,7 @@ func (db *DB) absorbNext(w *blockWriter, key uint64, keep []record.BlockWindow, 
 		}
 		var removed int
 		st.kept, removed = db.keepLive(st.kept[:0], b.Windows, cutoff, skip)
-		if record.BlockLen(append(st.merged, st.kept...)) > maxBlockBytes/mergeUpToDiv {
+		if record.BlockLen(append(st.merged, st.kept...)) > maxBlockBytes()/mergeUpToDiv {
 			break
 		}
 		st.merged = append(st.merged, st.kept...)
