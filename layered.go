@@ -179,28 +179,6 @@ func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64
 	return counts, nil
 }
 
-// mutate runs fn on key's entry with the entry locked, passing the time
-// read under that lock, and marks the entry dirty if fn reports a change
-// (fn changes nothing when it returns an error).
-func (l *Layered) mutate(key string, fn func(e *entry, now int64) (changed bool, err error)) error {
-	db := l.db
-	h := l.hash(key)
-	if !db.enter(h) {
-		return ErrClosed
-	}
-	defer db.exit(h)
-	e, now, cold, err := l.acquire(key, h)
-	if err != nil {
-		return err
-	}
-	defer l.release(e, cold)
-	changed, err := fn(e, now)
-	if changed {
-		db.markDirty(e, h)
-	}
-	return err
-}
-
 // Refund gives amount (> 0) back to key's current window in every tier:
 // each tier's count drops by amount, never below zero, and no window's end
 // moves. It returns the counts after the refund, in tier order; a tier with

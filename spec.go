@@ -245,6 +245,28 @@ func (s *spec) capCopy(cs []counter, now int64) {
 	}
 }
 
+// mutate runs fn on key's entry with the entry locked, passing the time
+// read under that lock, and marks the entry dirty if fn reports a change
+// (fn changes nothing when it returns an error).
+func (s *spec) mutate(key string, fn func(e *entry, now int64) (changed bool, err error)) error {
+	db := s.db
+	h := s.hash(key)
+	if !db.enter(h) {
+		return ErrClosed
+	}
+	defer db.exit(h)
+	e, now, cold, err := s.acquire(key, h)
+	if err != nil {
+		return err
+	}
+	defer s.release(e, cold)
+	changed, err := fn(e, now)
+	if changed {
+		db.markDirty(e, h)
+	}
+	return err
+}
+
 // testBeforeAcquire, when set by a test, runs at the start of every
 // acquire, before any lock is taken.
 var testBeforeAcquire func()

@@ -2,7 +2,6 @@ package ratedb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -158,27 +157,20 @@ func (w *Window) Refund(ctx context.Context, key string, amount int64) (int64, t
 	if c, now, err := w.read(ctx, key); err != nil || c.End <= now {
 		return 0, time.Time{}, err
 	}
-	var end int64
-	count, err := w.mutate(key, func(c *counter, now int64) (int64, error) {
-		if c.End <= now {
-			return 0, errNoWindow // ended since the read: nothing changes
+	var count, end int64
+	err := w.spec.mutate(key, func(e *entry, now int64) (bool, error) {
+		if e.c.End <= now {
+			return false, nil // ended since the read: nothing to give back
 		}
-		c.Count = max(0, c.Count-amount)
-		end = c.End
-		return c.Count, nil
+		e.c.Count = max(0, e.c.Count-amount)
+		count, end = e.c.Count, e.c.End
+		return true, nil
 	})
-	if errors.Is(err, errNoWindow) {
-		return 0, time.Time{}, nil
-	}
-	if err != nil {
+	if err != nil || end == 0 {
 		return 0, time.Time{}, err
 	}
 	return count, time.UnixMilli(end), nil
 }
-
-// errNoWindow tells mutate that its function changed nothing: the key has
-// no current window. It never leaves the package.
-var errNoWindow = errors.New("ratedb: no current window")
 
 // Get returns key's count in its current window, 0 if it has none. It does
 // not open a window.
@@ -220,21 +212,12 @@ func (w *Window) current(c *counter, key string, now int64) (count, end int64) {
 // mutate runs fn on key's counter with the entry locked and marks it dirty
 // when fn succeeds.
 func (w *Window) mutate(key string, fn func(c *counter, now int64) (int64, error)) (int64, error) {
-	db := w.db
-	h := w.hash(key)
-	if !db.enter(h) {
-		return 0, ErrClosed
-	}
-	defer db.exit(h)
-	e, now, cold, err := w.acquire(key, h)
-	if err != nil {
-		return 0, err
-	}
-	v, err := fn(&e.c, now)
-	if err == nil {
-		db.markDirty(e, h)
-	}
-	w.release(e, cold)
+	var v int64
+	err := w.spec.mutate(key, func(e *entry, now int64) (bool, error) {
+		var err error
+		v, err = fn(&e.c, now)
+		return err == nil, err
+	})
 	return v, err
 }
 

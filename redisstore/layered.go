@@ -130,16 +130,7 @@ func (l *Layered) Refund(ctx context.Context, key string, amount int64) ([]int64
 	if amount <= 0 {
 		return nil, fmt.Errorf("%w: amount %d is not positive", ratedb.ErrInvalidArgument, amount)
 	}
-	sp := l.sp
-	now, err := sp.s.nowArg()
-	if err != nil {
-		return nil, err
-	}
-	v, err := sp.s.run(ctx, refundScript, true, []string{sp.s.tagged(key) + sp.suffix}, now, min(amount, MaxCount), len(l.tiers))
-	if err != nil {
-		return nil, err
-	}
-	ts, err := decodeRefund(v, len(l.tiers))
+	ts, err := l.sp.refund(ctx, key, amount)
 	if err != nil {
 		return nil, err
 	}

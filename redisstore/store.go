@@ -359,6 +359,21 @@ func (sp *spec) read(ctx context.Context, key string) ([]tierState, error) {
 	return decodeRead(v, len(sp.scales))
 }
 
+// refund runs refundScript on key's counter, once (a refund resent would
+// give back twice), and returns every tier's count and end after it (zero
+// for a tier with no open window), in storage order.
+func (sp *spec) refund(ctx context.Context, key string, amount int64) ([]tierState, error) {
+	now, err := sp.s.nowArg()
+	if err != nil {
+		return nil, err
+	}
+	v, err := sp.s.run(ctx, refundScript, true, []string{sp.s.tagged(key) + sp.suffix}, now, min(amount, MaxCount), len(sp.scales))
+	if err != nil {
+		return nil, err
+	}
+	return decodeRefund(v, len(sp.scales))
+}
+
 // reset deletes key's counter.
 func (sp *spec) reset(ctx context.Context, key string) error {
 	_, err := sp.s.run(ctx, resetScript, false, []string{sp.s.tagged(key) + sp.suffix})

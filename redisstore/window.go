@@ -146,16 +146,7 @@ func (w *Window) Refund(ctx context.Context, key string, amount int64) (int64, t
 	if amount <= 0 {
 		return 0, time.Time{}, fmt.Errorf("%w: amount %d is not positive", ratedb.ErrInvalidArgument, amount)
 	}
-	sp := w.sp
-	now, err := sp.s.nowArg()
-	if err != nil {
-		return 0, time.Time{}, err
-	}
-	v, err := sp.s.run(ctx, refundScript, true, []string{sp.s.tagged(key) + sp.suffix}, now, min(amount, MaxCount), 1)
-	if err != nil {
-		return 0, time.Time{}, err
-	}
-	ts, err := decodeRefund(v, 1)
+	ts, err := w.sp.refund(ctx, key, amount)
 	if err != nil || ts[0].end == 0 {
 		return 0, time.Time{}, err
 	}
