@@ -30,7 +30,8 @@ type DB struct {
 	snapBufs   snapBufs    // a snapshot's buffers, kept for the next one (snapMu)
 	auditIndex blockIndex  // the blockIndex the audit after Open read (snapMu)
 	cache      *ristretto.Cache[uint64, *entry]
-	kot        int64 // Options.KeyOlderThan in milliseconds
+	reports    *reporter // sampled uses of hot windows, on their way to cache
+	kot        int64     // Options.KeyOlderThan in milliseconds
 	log        *slog.Logger
 
 	shards [numShards]shard
@@ -146,6 +147,12 @@ func Open(path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("ratedb: creating cache: %w", err)
 	}
 	db.cache = cache
+	db.reports = newReporter(func(h uint64) { cache.Get(h) })
+	db.wg.Add(1)
+	go func() {
+		defer db.wg.Done()
+		db.reports.run(db.stop)
+	}()
 	if db.persist {
 		// Nothing writes the file until its audit is done.
 		db.snapMu.Lock()

@@ -174,9 +174,10 @@ func (sh *shard) remove(h uint64, e *entry) {
 
 // touch tells the cache about every 16th use of e (e.mu held): the fast
 // table serves hot windows without the cache, whose frequency sketch still
-// needs a sample of their uses to rank them against newcomers.
+// needs a sample of their uses to rank them against newcomers. The report
+// reaches the cache through db.reports, off the hit path.
 func (db *DB) touch(e *entry, h uint64) {
 	if e.bits = e.bits&^usesMask | (e.bits+1)&usesMask; e.bits&usesMask == 0 {
-		db.cache.Get(h)
+		db.reports.report(h)
 	}
 }
