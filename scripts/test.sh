@@ -33,8 +33,8 @@ go vet "${modules[@]}"
 
 echo "== go test -race -shuffle=on: root module (library, httplimit, harnesses)"
 go test -race -shuffle=on -timeout 30m ./...
-echo "== go test without -race: the cache's admission tests (the race detector empties the pool ristretto batches in)"
-go test -count 1 -run 'TestKeysUsedTwiceDoNotFlushTheCache|TestOneOffKeysDoNotFlushTheCache|TestNewWindowOfferedAtFirstUseOnlyWithRoom' .
+echo "== go test without -race: the cache's admission tests and the reporter's (the race detector empties the pools where ristretto and the reporter batch)"
+go test -count 1 -run 'TestKeysUsedTwiceDoNotFlushTheCache|TestOneOffKeysDoNotFlushTheCache|TestNewWindowOfferedAtFirstUseOnlyWithRoom|TestReporter' .
 echo "== go test -race -shuffle=on: redisstore (standalone and Cluster redis-servers)"
 go test -race -shuffle=on -timeout 15m ./redisstore/...
 echo "== go test -race -shuffle=on: ratedbprom and cmd/ratedb (the built binary, HTTP and gRPC)"
