@@ -193,3 +193,35 @@ func ExampleWindow_Refund() {
 	// count 3 until 12:01:00
 	// count 0 window false
 }
+
+// Undo takes a hit back from the window it counted in, and only from that
+// one: here a request counted just before a minute ended is undone after
+// the next minute began, and the new minute keeps its count.
+func ExampleWindow_Undo() {
+	now := time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)
+	db, err := ratedb.Open("", &ratedb.Options{Clock: func() time.Time { return now }})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	w, err := db.Window(ratedb.FixedWindow, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	r, _ := w.Hit(ctx, "user:42", 10, 2)
+	_ = w.Undo(ctx, "user:42", r, 2) // the work it admitted did not happen
+	n, _ := w.Get(ctx, "user:42")
+	fmt.Println("same minute: count", n)
+
+	now = now.Add(29 * time.Second) // 12:00:59
+	late, _ := w.Hit(ctx, "user:42", 10, 1)
+	now = now.Add(2 * time.Second) // 12:01:01: a new window
+	_, _ = w.Hit(ctx, "user:42", 10, 3)
+	_ = w.Undo(ctx, "user:42", late, 1) // its window has ended: nothing to take back
+	n, _ = w.Get(ctx, "user:42")
+	fmt.Println("next minute: count", n)
+	// Output:
+	// same minute: count 0
+	// next minute: count 3
+}

@@ -226,6 +226,67 @@ func (l *Layered) Refund(ctx context.Context, key string, amount int64) ([]int64
 	return counts, nil
 }
 
+// Undo takes back an allowed Hit of increment (> 0) on key whose Result is
+// r: in every tier whose window is still the one the hit counted in (it
+// still ends at that tier's r.Tiers[i].ResetAt), the count drops by
+// increment, never below zero. A tier whose window has ended since, or
+// whose end the clock model moved, is left alone: an undo never gives back
+// room the hit did not take. A denied r counted nothing, and Undo does
+// nothing. Undo opens no window.
+//
+// Like Refund, an undo is one step with respect to every other call on the
+// key.
+func (l *Layered) Undo(ctx context.Context, key string, r Result, increment int64) error {
+	if err := checkCall(ctx, key); err != nil {
+		return err
+	}
+	if increment <= 0 {
+		return fmt.Errorf("%w: increment %d is not positive", ErrInvalidArgument, increment)
+	}
+	ends, err := l.undoEnds(r)
+	if err != nil || ends == nil {
+		return err
+	}
+	cs, now, err := l.read(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(l.pos, func(p int) bool { return cs[p].End == ends[p] && cs[p].End > now }) {
+		return nil
+	}
+	return l.mutate(key, func(e *entry, now int64) (bool, error) {
+		changed := false
+		for p, end := range ends {
+			if c := e.tier(p); c.End == end && c.End > now && c.Count > 0 {
+				c.Count = max(0, c.Count-increment)
+				changed = true
+			}
+		}
+		return changed, nil
+	})
+}
+
+// undoEnds checks that r is the Result of a hit of l and returns the end of
+// each tier's window it reports, in storage order; nil for a denied r.
+func (l *Layered) undoEnds(r Result) ([]int64, error) {
+	if len(r.Tiers) != len(l.tiers) {
+		return nil, fmt.Errorf("%w: not the Result of a hit of this Layered limiter (%d tiers, want %d)", ErrInvalidArgument, len(r.Tiers), len(l.tiers))
+	}
+	for i, t := range r.Tiers {
+		if t.Scale != l.tiers[i].Scale || (r.Allowed && t.ResetAt.IsZero()) {
+			return nil, fmt.Errorf("%w: not the Result of a hit of this Layered limiter (tier %d)", ErrInvalidArgument, i)
+		}
+	}
+	if !r.Allowed {
+		return nil, nil
+	}
+	ends := make([]int64, len(l.tiers))
+	for i, t := range r.Tiers {
+		ends[l.pos[i]] = t.ResetAt.UnixMilli()
+	}
+	return ends, nil
+}
+
 // Get returns key's count in each tier's current window (0 for a tier with
 // none), in tier order. It opens no window.
 func (l *Layered) Get(ctx context.Context, key string) ([]int64, error) {

@@ -128,6 +128,10 @@ type Limiter interface {
 	// after it and the window's end; with no current window it opens none
 	// and returns 0 and the zero Time.
 	Refund(ctx context.Context, key string, amount int64) (int64, time.Time, error)
+	// Undo takes back an allowed hit of increment whose Result is r from
+	// the window it counted in, if that window is still key's current one,
+	// in one step; a later window is never touched.
+	Undo(ctx context.Context, key string, r Result, increment int64) error
 	// Reset forgets key's current window.
 	Reset(ctx context.Context, key string) error
 	// Scale returns the window length.

@@ -192,6 +192,21 @@ type modelRun struct {
 	log    []string // operations so far, for the failure message
 
 	allowed, denied int64 // Hit decisions since the DB was opened
+
+	// hits holds the last allowed Hit on each key of each Window, for Undo.
+	hits map[mHitKey]mHit
+}
+
+// mHitKey names a key of one of the run's Windows.
+type mHitKey struct {
+	li  int
+	key string
+}
+
+// mHit is an allowed Hit: its Result and increment.
+type mHit struct {
+	r   ratedb.Result
+	inc int64
 }
 
 func TestModel(t *testing.T) {
@@ -535,7 +550,9 @@ func (m *modelRun) step() error {
 		if got != want || !end.Equal(wantEnd) {
 			return fmt.Errorf("Refund(%s, %d): got %d until %v, model %d until %v", key, amount, got, end, want, wantEnd)
 		}
-	case r < 51:
+	case r < 53:
+		return m.undo(li, l, w, key)
+	case r < 55:
 		m.logf("[%d] Reset(%s)", li, key)
 		if err := w.Reset(ctx, key); err != nil {
 			return fmt.Errorf("Reset: %w", err)
@@ -602,6 +619,10 @@ func (m *modelRun) hit(li int, l *mLim, w *ratedb.Window, key string, limit, inc
 		c += inc
 		l.wins[key] = mWin{count: c, end: end}
 		m.allowed++
+		if m.hits == nil {
+			m.hits = map[mHitKey]mHit{}
+		}
+		m.hits[mHitKey{li, key}] = mHit{got, inc}
 	} else {
 		m.denied++
 	}
@@ -622,6 +643,31 @@ func (m *modelRun) hit(li int, l *mLim, w *ratedb.Window, key string, limit, inc
 		return fmt.Errorf("[%d] Hit(%s, %d, %d) at %d:\n got  %+v\n want %+v", li, key, limit, inc, now, got, want)
 	}
 	return nil
+}
+
+// undo takes back the last allowed Hit on key, if there was one: the model
+// gives the increment back only if the key's window, as the clock model
+// caps it now, is still the one the hit counted in.
+func (m *modelRun) undo(li int, l *mLim, w *ratedb.Window, key string) error {
+	h, ok := m.hits[mHitKey{li, key}]
+	if !ok {
+		return nil
+	}
+	now := m.tick()
+	if err := m.resolve(li, key, now); err != nil {
+		return err
+	}
+	m.logf("[%d] Undo(%s, hit until %d, %d)", li, key, h.r.ResetAt.UnixMilli(), h.inc)
+	if err := w.Undo(ctx, key, h.r, h.inc); err != nil {
+		return fmt.Errorf("Undo: %w", err)
+	}
+	if mw, ok := l.wins[key]; ok && now < mw.end {
+		if mw = mCap(mw, now, l.scale); mw.end == h.r.ResetAt.UnixMilli() {
+			mw.count = max(0, mw.count-h.inc)
+			l.wins[key] = mw
+		}
+	}
+	return m.check(li, key)
 }
 
 // check compares Get and ExpiresAt of one key with the model.

@@ -172,6 +172,43 @@ func (w *Window) Refund(ctx context.Context, key string, amount int64) (int64, t
 	return count, time.UnixMilli(end), nil
 }
 
+// Undo takes back an allowed Hit of increment (> 0) on key whose
+// Result is r: the count of the window the hit counted in drops by
+// increment, never below zero, if that window is still key's current one
+// (it still ends at r.ResetAt). A window that has ended since, or whose end
+// the clock model moved, is left alone, as is any window opened after it:
+// an undo never gives back room the hit did not take. A denied r counted
+// nothing, and Undo does nothing. Undo opens no window.
+//
+// Like Refund, an undo is one step with respect to every other call on the
+// key. Use it when a hit must be taken back because something decided
+// after it failed: ratedb serve undoes the hits of a set of checks that a
+// later check of the same set denied.
+func (w *Window) Undo(ctx context.Context, key string, r Result, increment int64) error {
+	if err := checkCall(ctx, key); err != nil {
+		return err
+	}
+	switch {
+	case increment <= 0:
+		return fmt.Errorf("%w: increment %d is not positive", ErrInvalidArgument, increment)
+	case r.Tiers != nil || (r.Allowed && r.ResetAt.IsZero()):
+		return fmt.Errorf("%w: not the Result of a Window's hit", ErrInvalidArgument)
+	case !r.Allowed:
+		return nil
+	}
+	end := r.ResetAt.UnixMilli()
+	if c, now, err := w.read(ctx, key); err != nil || c.End != end || c.End <= now {
+		return err
+	}
+	return w.spec.mutate(key, func(e *entry, now int64) (bool, error) {
+		if c := &e.c; c.End == end && c.End > now && c.Count > 0 {
+			c.Count = max(0, c.Count-increment)
+			return true, nil
+		}
+		return false, nil
+	})
+}
+
 // Get returns key's count in its current window, 0 if it has none. It does
 // not open a window.
 func (w *Window) Get(ctx context.Context, key string) (int64, error) {

@@ -112,5 +112,6 @@ func (f *failing) ExpiresAt(context.Context, string) (time.Time, error) {
 func (f *failing) Refund(context.Context, string, int64) (int64, time.Time, error) {
 	return 0, time.Time{}, f.err
 }
-func (f *failing) Reset(context.Context, string) error { return f.err }
-func (f *failing) Scale() time.Duration                { return time.Minute }
+func (f *failing) Undo(context.Context, string, ratedb.Result, int64) error { return f.err }
+func (f *failing) Reset(context.Context, string) error                      { return f.err }
+func (f *failing) Scale() time.Duration                                     { return time.Minute }

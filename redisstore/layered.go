@@ -137,6 +137,41 @@ func (l *Layered) Refund(ctx context.Context, key string, amount int64) ([]int64
 	return l.counts(ts), nil
 }
 
+// Undo takes back an allowed Hit of increment (> 0) on key whose Result is
+// r: in every tier whose window is still the one the hit counted in (it
+// still ends at that tier's r.Tiers[i].ResetAt), the count drops by
+// increment, never below zero. A tier whose window has ended since is left
+// alone: an undo never gives back room the hit did not take. A denied r
+// counted nothing, and Undo does nothing. Undo opens no window.
+//
+// An undo is one script, one step with respect to every other call on the
+// key from any process. Like a refund it is sent at most once: after a
+// network error the hit may still be counted (too high, never too low).
+func (l *Layered) Undo(ctx context.Context, key string, r ratedb.Result, increment int64) error {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return err
+	}
+	if increment <= 0 {
+		return fmt.Errorf("%w: increment %d is not positive", ratedb.ErrInvalidArgument, increment)
+	}
+	if len(r.Tiers) != len(l.tiers) {
+		return fmt.Errorf("%w: not the Result of a hit of this Layered limiter (%d tiers, want %d)", ratedb.ErrInvalidArgument, len(r.Tiers), len(l.tiers))
+	}
+	for i, t := range r.Tiers {
+		if t.Scale != l.tiers[i].Scale || (r.Allowed && t.ResetAt.IsZero()) {
+			return fmt.Errorf("%w: not the Result of a hit of this Layered limiter (tier %d)", ratedb.ErrInvalidArgument, i)
+		}
+	}
+	if !r.Allowed {
+		return nil
+	}
+	ends := make([]int64, len(l.tiers))
+	for i, t := range r.Tiers {
+		ends[l.pos[i]] = t.ResetAt.UnixMilli()
+	}
+	return l.sp.undo(ctx, key, increment, ends)
+}
+
 // counts returns the count of each tier of ts (in storage order), in the
 // order the tiers were given.
 func (l *Layered) counts(ts []tierState) []int64 {

@@ -183,15 +183,18 @@ redis.call('SET', KEYS[1], encode({count, e}), 'PX', e - now)
 return count
 `)
 
-// refundScript is Window.Refund and Layered.Refund. KEYS[1] is the counter
-// key; ARGV: now (empty: read TIME), amount, tiers. Every tier whose window
-// is open has its count lowered by amount, never below zero; no end moves,
-// and the TTL stays the latest end. A key with no open window is not
-// written. It returns {now, c1, e1, c2, e2, …}: each tier's count after
-// the refund and its end, {0, 0} for a tier with no open window.
+// refundScript is Window.Refund, Layered.Refund and the Undo methods.
+// KEYS[1] is the counter key; ARGV: now (empty: read TIME), amount, tiers,
+// then for an undo the end of each tier's window the undone hit counted in.
+// Every tier whose window is open (and, for an undo, still ends there) has
+// its count lowered by amount, never below zero; no end moves, and the TTL
+// stays the latest end. A key with no open window is not written. It
+// returns {now, c1, e1, c2, e2, …}: each tier's count after the refund and
+// its end, {0, 0} for a tier with no open window.
 var refundScript = newScript(prelude + `
 local now = clock(ARGV[1])
 local amount, n = tonumber(ARGV[2]), tonumber(ARGV[3])
+local undo = #ARGV > 3
 local out = {now}
 for i = 1, n do out[2*i], out[2*i+1] = 0, 0 end
 local cur = redis.call('GET', KEYS[1])
@@ -202,7 +205,7 @@ for i = 1, n do
   local c, e = st[2*i-1], st[2*i]
   if c ~= nil and e ~= nil then
     if e > maxEnd then maxEnd = e end
-    if e > now then
+    if e > now and (not undo or e == tonumber(ARGV[3+i])) then
       c = c - amount
       if c < 0 then c = 0 end
       st[2*i-1] = c

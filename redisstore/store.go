@@ -374,6 +374,26 @@ func (sp *spec) refund(ctx context.Context, key string, amount int64) ([]tierSta
 	return decodeRefund(v, len(sp.scales))
 }
 
+// undo runs refundScript on key's counter for an undo, once: only tiers
+// whose window still ends at ends[i] (storage order) give increment back.
+func (sp *spec) undo(ctx context.Context, key string, increment int64, ends []int64) error {
+	now, err := sp.s.nowArg()
+	if err != nil {
+		return err
+	}
+	args := make([]any, 0, 3+len(ends))
+	args = append(args, now, min(increment, MaxCount), len(sp.scales))
+	for _, e := range ends {
+		args = append(args, e)
+	}
+	v, err := sp.s.run(ctx, refundScript, true, []string{sp.s.tagged(key) + sp.suffix}, args...)
+	if err != nil {
+		return err
+	}
+	_, err = decodeRefund(v, len(sp.scales))
+	return err
+}
+
 // reset deletes key's counter.
 func (sp *spec) reset(ctx context.Context, key string) error {
 	_, err := sp.s.run(ctx, resetScript, false, []string{sp.s.tagged(key) + sp.suffix})

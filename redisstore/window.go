@@ -153,6 +153,32 @@ func (w *Window) Refund(ctx context.Context, key string, amount int64) (int64, t
 	return ts[0].count, time.UnixMilli(ts[0].end), nil
 }
 
+// Undo takes back an allowed Hit of increment (> 0) on key whose Result is
+// r: the count of the window the hit counted in drops by increment, never
+// below zero, if that window is still key's current one (it still ends at
+// r.ResetAt). A window that has ended since is left alone, as is any
+// window opened after it: an undo never gives back room the hit did not
+// take. A denied r counted nothing, and Undo does nothing. Undo opens no
+// window.
+//
+// An undo is one script, one step with respect to every other call on the
+// key from any process. Like a refund it is sent at most once: after a
+// network error the hit may still be counted (too high, never too low).
+func (w *Window) Undo(ctx context.Context, key string, r ratedb.Result, increment int64) error {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return err
+	}
+	switch {
+	case increment <= 0:
+		return fmt.Errorf("%w: increment %d is not positive", ratedb.ErrInvalidArgument, increment)
+	case r.Tiers != nil || (r.Allowed && r.ResetAt.IsZero()):
+		return fmt.Errorf("%w: not the Result of a Window's hit", ratedb.ErrInvalidArgument)
+	case !r.Allowed:
+		return nil
+	}
+	return w.sp.undo(ctx, key, increment, []int64{r.ResetAt.UnixMilli()})
+}
+
 // Get returns key's count in its current window, 0 if it has none. It does
 // not open a window.
 func (w *Window) Get(ctx context.Context, key string) (int64, error) {

@@ -151,7 +151,7 @@ const (
 // allowed and the stored count is exactly what was allowed.
 func testConcurrentExactness(t *testing.T, b Backend) {
 	const perG = 6 // hits per goroutine per phase: 768 per phase, limit 500
-	for _, alg := range []ratedb.Algorithm{ratedb.FixedWindow, ratedb.PerKeyWindow, ratedb.StaggeredWindow} {
+	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			c := NewClock()
 			handle := b.Open(t, c.Now)

@@ -16,13 +16,9 @@ import (
 // no window for a key without one, and gives nothing back to a window that
 // has ended.
 func testRefund(t *testing.T, b Backend) {
-	for _, alg := range []ratedb.Algorithm{ratedb.FixedWindow, ratedb.PerKeyWindow, ratedb.StaggeredWindow} {
+	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
-			c := NewClock()
-			s := open(t, b, c)
-			w, err := s.Window(alg, time.Minute)
-			require.NoError(t, err)
-			c.Advance(7 * time.Second) // off a FixedWindow boundary
+			c, _, w := minuteWindow(t, b, alg)
 			r, err := w.Hit(ctx, "k", 10, 5)
 			require.NoError(t, err)
 			require.True(t, r.Allowed)
@@ -67,6 +63,18 @@ func testRefund(t *testing.T, b Backend) {
 			assert.Equal(t, int64(0), got)
 		})
 	}
+}
+
+// minuteWindow opens fresh storage on a new Clock, 7 s past a FixedWindow
+// boundary, and returns the clock, the store and a one-minute Window of alg.
+func minuteWindow(t *testing.T, b Backend, alg ratedb.Algorithm) (*Clock, Store, ratedb.Limiter) {
+	t.Helper()
+	c := NewClock()
+	s := open(t, b, c)
+	w, err := s.Window(alg, time.Minute)
+	require.NoError(t, err)
+	c.Advance(7 * time.Second)
+	return c, s, w
 }
 
 // testConcurrentRefunds hits one key from Handles handles (processes, for
@@ -117,7 +125,7 @@ func testConcurrentRefunds(t *testing.T, b Backend) {
 // end; a tier whose window has ended gets nothing; counts come back in the
 // order the tiers were given; a key without a window gets none opened.
 func testLayeredRefund(t *testing.T, b Backend) {
-	for _, alg := range []ratedb.Algorithm{ratedb.FixedWindow, ratedb.PerKeyWindow, ratedb.StaggeredWindow} {
+	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			c := NewClock()
 			// Given longest first: the answers follow this order.

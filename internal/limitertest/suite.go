@@ -1,7 +1,7 @@
 // Package limitertest is the behaviour suite every ratedb backend must pass:
 // the table tests of the Limiter and Layered semantics (window arithmetic
 // of each algorithm, all-or-nothing tiers, denied hits counting nothing,
-// Result fields, argument validation, separation of counters, refunds,
+// Result fields, argument validation, separation of counters, refunds and undos,
 // exactness under concurrency, of hits and of refunds racing them). The embedded DB runs it from the root package's tests,
 // redisstore against a real Redis server and a real Redis Cluster, so that
 // both backends are held to the same answers.
@@ -33,6 +33,7 @@ type Layered interface {
 	Inc(ctx context.Context, key string, increment int64) ([]int64, error)
 	Get(ctx context.Context, key string) ([]int64, error)
 	Refund(ctx context.Context, key string, amount int64) ([]int64, error)
+	Undo(ctx context.Context, key string, r ratedb.Result, increment int64) error
 	ExpiresAt(ctx context.Context, key string) ([]time.Time, error)
 	Reset(ctx context.Context, key string) error
 	Tiers() []ratedb.Tier
@@ -61,6 +62,9 @@ func Run(t *testing.T, b Backend) {
 	t.Run("ConcurrentRefunds", func(t *testing.T) { testConcurrentRefunds(t, b) })
 	t.Run("LayeredRefund", func(t *testing.T) { testLayeredRefund(t, b) })
 	t.Run("LayeredConcurrentRefunds", func(t *testing.T) { testLayeredConcurrentRefunds(t, b) })
+	t.Run("Undo", func(t *testing.T) { testUndo(t, b) })
+	t.Run("LayeredUndo", func(t *testing.T) { testLayeredUndo(t, b) })
+	t.Run("ConcurrentUndo", func(t *testing.T) { testConcurrentUndo(t, b) })
 }
 
 // Epoch is a round instant (a multiple of a day since the Unix epoch), so
@@ -105,3 +109,6 @@ func open(t *testing.T, b Backend, c *Clock) Store {
 }
 
 var ctx = context.Background()
+
+// algorithms lists every algorithm, for tests that run once per algorithm.
+var algorithms = []ratedb.Algorithm{ratedb.FixedWindow, ratedb.PerKeyWindow, ratedb.StaggeredWindow}

@@ -316,12 +316,14 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 	// The hits, then the refunds: a refund is applied only if the request
 	// is allowed. A hit the peek said fits is denied only when another
 	// process sharing the store counted the key meanwhile; the set is then
-	// denied, the checks after it are not counted and no refund is
-	// applied (the hits before it stay counted: see the README).
+	// denied, the checks after it are not counted, no refund is applied,
+	// and the hits before it are undone.
+	peeks := make([]ratedb.Result, len(checks))
 	for i, ch := range checks {
 		if ch.Refund || ch.Cost == 0 || !d.Results[i].Allowed {
 			continue // a refund, a peek, or a shadow check over its limit
 		}
+		peeks[i] = d.Results[i].Result
 		res, err := rs[i].hit(ctx, ch)
 		if err != nil {
 			return Decision{}, err
@@ -330,6 +332,9 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 		d.Results[i].Counted = res.Allowed
 		if !res.Allowed && !ch.Limit.Shadow {
 			d.Allowed = false
+			if err := undo(ctx, checks[:i], rs, d.Results, peeks); err != nil {
+				return Decision{}, err
+			}
 			return d, nil
 		}
 	}
@@ -344,6 +349,28 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 		d.Results[i].Result = res
 	}
 	return d, nil
+}
+
+// undo takes back the counted hits among checks (the checks before the one
+// that denied the set), each from the window it counted in (see Undoer),
+// and reports them as not counted, with the state their peek saw. A hit on
+// a limiter that cannot undo stays counted. Each undo is one step in the
+// store; an error leaves the hits not yet undone counted.
+func undo(ctx context.Context, checks []Check, rs []*resolved, results []CheckResult, peeks []ratedb.Result) error {
+	for j, ch := range checks {
+		if !results[j].Counted {
+			continue
+		}
+		u := rs[j].undoer()
+		if u == nil {
+			continue
+		}
+		if err := u.Undo(ctx, ch.Key, results[j].Result, ch.Cost); err != nil {
+			return err
+		}
+		results[j].Result, results[j].Counted = peeks[j], false
+	}
+	return nil
 }
 
 // hit counts ch through its limiter.

@@ -18,6 +18,30 @@ type Refunder interface {
 
 var _ Refunder = (*ratedb.Window)(nil)
 
+// Undoer is implemented by limiters that can take a hit back from the
+// window it counted in (*ratedb.Window and *ratedb.Layered, and redisstore's
+// do). The core uses it to undo the hits of a set that a later check of the
+// same set denied (see decideSet); with a limiter that lacks it, those hits
+// stay counted. Implementations are safe for concurrent use.
+type Undoer interface {
+	Undo(ctx context.Context, key string, r ratedb.Result, increment int64) error
+}
+
+var (
+	_ Undoer = (*ratedb.Window)(nil)
+	_ Undoer = (*ratedb.Layered)(nil)
+)
+
+// undoer returns r's limiter as an Undoer, nil when it has none.
+func (r *resolved) undoer() Undoer {
+	var l any = r.window
+	if r.layered != nil {
+		l = r.layered
+	}
+	u, _ := l.(Undoer)
+	return u
+}
+
 // refunder returns r's limiter as a Refunder, nil when it has none.
 func (r *resolved) refunder() Refunder {
 	if r.window == nil {

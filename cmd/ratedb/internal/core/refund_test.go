@@ -201,29 +201,38 @@ func (w *racedWindow) Hit(ctx context.Context, key string, limit, increment int6
 }
 
 // A set whose hit loses a race with another process after the peek is
-// denied: the checks after it are not counted and its refunds are not
-// applied.
-func TestSetDeniedAfterPeekCountsNoMore(t *testing.T) {
+// denied and counts nothing: the checks after it are not counted, its
+// refunds are not applied, and the hits before it, of a window and of
+// layered tiers, are undone.
+func TestSetDeniedAfterPeekCountsNothing(t *testing.T) {
 	_, db, now := newCore(t, core.Options{})
 	clock := func() time.Time { return time.UnixMilli(now.Load()) }
 	c := core.New(racedStore{DBStore: core.DBStore{DB: db}, raced: "b"}, core.Options{Clock: clock})
 	ctx := context.Background()
 	l := window("r", 5, time.Minute)
+	tiers := []ratedb.Tier{{Scale: time.Minute, Limit: 5}, {Scale: time.Hour, Limit: 50}}
+	ll := &core.Limit{Name: "t", Algorithm: ratedb.FixedWindow, Tiers: tiers, Layered: true}
 	d, err := c.Decide(ctx, core.Check{Limit: l, Key: "refunded", Cost: 3})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	d, err = c.Decide(ctx, core.Check{Limit: l, Key: "a", Cost: 1})
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 
 	d, err = c.Decide(ctx,
-		core.Check{Limit: l, Key: "a", Cost: 1},
+		core.Check{Limit: l, Key: "a", Cost: 2},
+		core.Check{Limit: ll, Key: "a", Cost: 2},
 		core.Check{Limit: l, Key: "refunded", Cost: 1, Refund: true},
 		core.Check{Limit: l, Key: "b", Cost: 1},
 		core.Check{Limit: l, Key: "c", Cost: 1},
 	)
 	require.NoError(t, err)
 	assert.False(t, d.Allowed, "b was full by the time it was hit")
-	assert.True(t, d.Results[0].Counted)
-	assert.False(t, d.Results[2].Counted)
-	assert.False(t, d.Results[3].Counted)
+	for i, r := range d.Results {
+		assert.False(t, r.Counted, "check %d", i)
+	}
+	assert.Equal(t, int64(1), d.Results[0].Count, "an undone check reports the state before the set")
+	assert.True(t, d.Results[0].Allowed, "an undone check still fit")
 
 	w, err := db.Window(ratedb.FixedWindow, time.Minute)
 	require.NoError(t, err)
@@ -232,4 +241,9 @@ func TestSetDeniedAfterPeekCountsNoMore(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, n, "key %s", key)
 	}
+	lt, err := db.Layered(ratedb.FixedWindow, tiers...)
+	require.NoError(t, err)
+	counts, err := lt.Get(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{0, 0}, counts, "the layered hit was undone")
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,4 +47,69 @@ func TestStoreDownIsUnavailable(t *testing.T) {
 	resp, err := cOpen.ShouldRateLimit(ctx, req)
 	require.NoError(t, err)
 	assert.Equal(t, rlsv3.RateLimitResponse_OK, resp.GetOverallCode(), "--fail-open allows")
+}
+
+// TestRedisSetsAcrossInstancesAreAllOrNothing: two instances on one Redis
+// take turns at sets of two descriptors, a key of the caller's own
+// (pair_a, 50 an hour) and a key every caller shares (pair_b, 30 an hour),
+// in rounds of 64 requests on a fresh shared key. An instance decides a set
+// under locks of its own process only, so the other instance can fill the
+// shared key between this one's look and its hit: the set is then denied,
+// and the caller's own key, counted first, must be given back. Afterwards
+// every caller's own key holds exactly that caller's allowed requests, and
+// each round allowed exactly 30.
+func TestRedisSetsAcrossInstancesAreAllOrNothing(t *testing.T) {
+	addr, _ := proctest.StartRedis(t)
+	url := "redis://" + addr + "/0"
+	cfg := configDir(t)
+	// Exactness, not latency, is under test: a loaded CI machine may take
+	// longer than the default 100 ms for a call.
+	procs := []*proc{
+		startProc(t, filepath.Join(t.TempDir(), "unused.db"), "--envoy-config", cfg, "--redis", url, "--redis-timeout", "5s"),
+		startProc(t, filepath.Join(t.TempDir(), "unused.db"), "--envoy-config", cfg, "--redis", url, "--redis-timeout", "5s"),
+	}
+	clearOfBoundary(time.Hour, time.Minute)
+	const workers, rounds, perRound = 32, 12, 2
+	clients := make([]rlsv3.RateLimitServiceClient, workers)
+	for w := range clients {
+		clients[w] = procs[w%2].client(t, nil)
+	}
+	run := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	own := func(w int) string { return run + "-caller-" + strconv.Itoa(w) }
+	var allowedOf [workers]atomic.Int64
+	for r := range rounds {
+		shared := run + "-round-" + strconv.Itoa(r)
+		var allowed, failed atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for w := range workers {
+			wg.Go(func() {
+				<-start
+				for range perRound {
+					resp, err := clients[w].ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{
+						Domain:      "features",
+						Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("pair_a", own(w)), desc("pair_b", shared)},
+					})
+					switch {
+					case err != nil:
+						failed.Add(1)
+					case resp.GetOverallCode() == ok:
+						allowed.Add(1)
+						allowedOf[w].Add(1)
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		require.Zero(t, failed.Load(), "round %d", r)
+		require.EqualValues(t, 30, allowed.Load(), "round %d: exactly the shared limit across both instances", r)
+	}
+	for w := range workers {
+		// One more request on the caller's own key alone reports what it
+		// held before.
+		resp := call(t, clients[w], "features", 1, desc("pair_a", own(w)))
+		held := 50 - 1 - int64(remaining(resp, 0))
+		assert.Equal(t, allowedOf[w].Load(), held, "caller %d: its own key counted a denied set", w)
+	}
 }
