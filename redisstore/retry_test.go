@@ -19,8 +19,8 @@ import (
 //     ErrUnavailable and counted once;
 //   - with DedupWindow, go-redis retries and the retry returns the first
 //     execution's answer: the call succeeds and counted once;
-//   - a refund (of a Window or a Layered limiter) is never retried: it
-//     returns ErrUnavailable and gave back once.
+//   - a refund or an undo (of a Window or a Layered limiter) is never
+//     retried: it returns ErrUnavailable and gave back once.
 //
 // The control runs the same script the way a plain go-redis Script.Run
 // would, and counts twice: the fault really causes a retry.
@@ -55,6 +55,10 @@ func TestRetryNotCountedTwice(t *testing.T) {
 		require.NoError(t, err)
 		_, err = l.Inc(ctx, "refund", calls)
 		require.NoError(t, err)
+		undone, err := w.Hit(ctx, "undo", 1000, calls)
+		require.NoError(t, err)
+		lUndone, err := l.Hit(ctx, "undo", calls)
+		require.NoError(t, err)
 		cutsBefore := p.cuts.Load()
 		for i := int64(1); i <= calls; i++ {
 			p.Arm(1)
@@ -75,6 +79,16 @@ func TestRetryNotCountedTwice(t *testing.T) {
 			lLeft, err := l.Get(ctx, "refund")
 			require.NoError(t, err)
 			assert.Equal(t, []int64{calls - i, calls - i}, lLeft, "DedupWindow %v, call %d: refunded exactly once in every tier", dedup, i)
+			p.Arm(1)
+			assert.ErrorIs(t, w.Undo(ctx, "undo", undone, 1), ratedb.ErrUnavailable, "an undo is never resent")
+			left, err = w.Get(ctx, "undo")
+			require.NoError(t, err)
+			assert.Equal(t, calls-i, left, "DedupWindow %v, call %d: undone exactly once", dedup, i)
+			p.Arm(1)
+			assert.ErrorIs(t, l.Undo(ctx, "undo", lUndone, 1), ratedb.ErrUnavailable, "a Layered undo is never resent")
+			lLeft, err = l.Get(ctx, "undo")
+			require.NoError(t, err)
+			assert.Equal(t, []int64{calls - i, calls - i}, lLeft, "DedupWindow %v, call %d: undone exactly once in every tier", dedup, i)
 			if dedup == 0 {
 				assert.ErrorIs(t, hitErr, ratedb.ErrUnavailable)
 				assert.ErrorIs(t, incErr, ratedb.ErrUnavailable)
@@ -92,7 +106,7 @@ func TestRetryNotCountedTwice(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, i, got, "DedupWindow %v, call %d: counted exactly once", dedup, i)
 		}
-		assert.Equal(t, int64(5*calls), p.cuts.Load()-cutsBefore, "every armed reply was cut")
+		assert.Equal(t, int64(7*calls), p.cuts.Load()-cutsBefore, "every armed reply was cut")
 		n, err := w.Get(ctx, "inc")
 		require.NoError(t, err)
 		assert.Equal(t, int64(2*calls), n)
