@@ -13,7 +13,7 @@ func (m *modelRun) stepLayered() error {
 	li := m.rng.IntN(len(m.lays))
 	l, ly := m.lays[li], m.ls[li]
 	key := m.keys[m.rng.IntN(len(m.keys))]
-	switch r := m.rng.IntN(10); {
+	switch r := m.rng.IntN(11); {
 	case r < 6:
 		return m.hitLayered(li, l, ly, key, 1+m.rng.Int64N(3))
 	case r < 7:
@@ -45,6 +45,8 @@ func (m *modelRun) stepLayered() error {
 		delete(l.wins, key)
 	case r < 9:
 		return m.refundLayered(li, l, ly, key, 1+m.rng.Int64N(4))
+	case r < 10:
+		return m.undoLayered(li, l, ly, key)
 	default:
 		return m.checkLayered(li, key)
 	}
@@ -90,6 +92,47 @@ func (m *modelRun) refundLayered(li int, l *mLay, ly *ratedb.Layered, key string
 	return nil
 }
 
+// undoLayered takes back the last allowed Hit on key, if there was one:
+// the model gives the increment back in every tier whose window, as the
+// clock model caps it now, is still the one the hit counted in. If no tier
+// is, the DB leaves the key alone (it opens no entry, so nothing is
+// capped).
+func (m *modelRun) undoLayered(li int, l *mLay, ly *ratedb.Layered, key string) error {
+	h, ok := m.lhits[mHitKey{li, key}]
+	if !ok {
+		return nil
+	}
+	now := m.tick()
+	if err := m.resolveLayered(li, key, now); err != nil {
+		return err
+	}
+	m.logf("[L%d] Undo(%s, hit of %d)", li, key, h.inc)
+	if err := ly.Undo(ctx, key, h.r, h.inc); err != nil {
+		return fmt.Errorf("Layered.Undo: %w", err)
+	}
+	ws, ok := l.wins[key]
+	if !ok {
+		return m.checkLayered(li, key)
+	}
+	same := func(i int) bool {
+		w := mCap(ws[i], now, l.scale(i))
+		return now < w.end && w.end == h.r.Tiers[i].ResetAt.UnixMilli()
+	}
+	match := false
+	for i := range ws {
+		match = match || same(i)
+	}
+	if match {
+		l.capStore(key, now)
+		for i := range ws {
+			if now < ws[i].end && ws[i].end == h.r.Tiers[i].ResetAt.UnixMilli() {
+				ws[i].count = max(0, ws[i].count-h.inc)
+			}
+		}
+	}
+	return m.checkLayered(li, key)
+}
+
 // hitLayered checks one Layered Hit: allowed only if every tier has room,
 // then counted in every tier; the binding tier is the denying tier that
 // frees up last (first such tier on ties), or when allowed the tier with the
@@ -121,6 +164,10 @@ func (m *modelRun) hitLayered(li int, l *mLay, ly *ratedb.Layered, key string, i
 		}
 		l.wins[key] = ws
 		m.allowed++
+		if m.lhits == nil {
+			m.lhits = map[mHitKey]mHit{}
+		}
+		m.lhits[mHitKey{li, key}] = mHit{got, inc}
 	} else {
 		m.denied++
 	}

@@ -193,8 +193,9 @@ type modelRun struct {
 
 	allowed, denied int64 // Hit decisions since the DB was opened
 
-	// hits holds the last allowed Hit on each key of each Window, for Undo.
-	hits map[mHitKey]mHit
+	// hits and lhits hold the last allowed Hit on each key of each Window
+	// and each Layered limiter, for Undo.
+	hits, lhits map[mHitKey]mHit
 }
 
 // mHitKey names a key of one of the run's Windows.
