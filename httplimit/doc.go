@@ -17,7 +17,9 @@
 // address behind trusted proxies, KeyByHeader by a header such as an API
 // key (stored as a digest), KeyByRoute by the http.ServeMux pattern, and
 // Keys combines several without ambiguity. Requests can be weighted
-// (Options.Cost) or exempted (Options.Exempt: not counted, no headers).
+// (Options.Cost) or exempted (Options.Exempt: not counted, no headers), and
+// given back once their handler has answered (Options.Undo, for example to
+// count only failed logins).
 //
 // # Headers
 //

@@ -74,6 +74,26 @@ type Options struct {
 	// limiter's DB has an injected clock (ratedb.Options.Clock), pass the
 	// same one.
 	Clock func() time.Time
+
+	// Undo reports, once the handler has returned, whether an allowed
+	// request should not count after all, given the status code the handler
+	// wrote (200 if it wrote none). For example a login endpoint that limits
+	// failed attempts only:
+	//
+	//	Undo: func(_ *http.Request, status int) bool { return status < 400 }
+	//
+	// The request's cost is taken back with the Rater's Undo (see Undoer),
+	// from the window it counted in only: a window that has ended since
+	// keeps its count. The response already went out with the headers of
+	// the counted request. A handler that panics is not undone. An Undo
+	// that fails is an error like any other (Middleware.Errors, OnError);
+	// the request then stays counted. Default nil: every allowed request
+	// counts. New fails if Undo is set and the Rater is not an Undoer.
+	//
+	// With Undo set, the handler gets a ResponseWriter that records the
+	// status; it has the Flush and Unwrap methods (http.ResponseController
+	// reaches the others through Unwrap).
+	Undo func(r *http.Request, status int) bool
 }
 
 // Middleware limits the rate of HTTP requests with a Rater. Its Handler
@@ -93,6 +113,8 @@ type Middleware struct {
 	failOpen      bool
 	legacy        bool
 	clock         func() time.Time
+	undo          func(*http.Request, int) bool
+	undoer        Undoer // the Rater, when undo is set
 
 	errors atomic.Uint64
 }
@@ -121,6 +143,14 @@ func New(r Rater, opts *Options) (*Middleware, error) {
 		failOpen:      o.FailOpen,
 		legacy:        o.LegacyHeaders,
 		clock:         o.Clock,
+		undo:          o.Undo,
+	}
+	if m.undo != nil {
+		u, ok := r.(Undoer)
+		if !ok {
+			return nil, fmt.Errorf("httplimit: Options.Undo needs a Rater with an Undo method (an Undoer); %T has none", r)
+		}
+		m.undoer = u
 	}
 	if m.key == nil {
 		m.key = KeyByIP
@@ -184,7 +214,7 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 		return
 	}
 	now := m.clock()
-	res, err := m.decide(r)
+	key, cost, res, err := m.decide(r)
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrNoKey):
@@ -211,23 +241,30 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 		m.onLimited.ServeHTTP(w, r)
 		return
 	}
+	if m.undo != nil {
+		m.serveUndoable(next, w, r, key, cost, res)
+		return
+	}
 	next.ServeHTTP(w, r)
 }
 
-// decide computes the request's key and cost and asks the Rater.
-func (m *Middleware) decide(r *http.Request) (ratedb.Result, error) {
+// decide computes the request's key and cost and asks the Rater. It
+// returns the key as stored (see storeKey) and the cost with the Result.
+func (m *Middleware) decide(r *http.Request) (string, int64, ratedb.Result, error) {
 	key, err := m.key(r)
 	if err != nil {
-		return ratedb.Result{}, err
+		return "", 0, ratedb.Result{}, err
 	}
 	if key == "" {
-		return ratedb.Result{}, ErrNoKey
+		return "", 0, ratedb.Result{}, ErrNoKey
 	}
 	cost := int64(1)
 	if m.cost != nil {
 		if cost = m.cost(r); cost < 1 {
-			return ratedb.Result{}, fmt.Errorf("%w: %d", ErrInvalidCost, cost)
+			return "", 0, ratedb.Result{}, fmt.Errorf("%w: %d", ErrInvalidCost, cost)
 		}
 	}
-	return m.rater.Hit(r.Context(), storeKey(key), cost)
+	key = storeKey(key)
+	res, err := m.rater.Hit(r.Context(), key, cost)
+	return key, cost, res, err
 }

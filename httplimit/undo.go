@@ -1,0 +1,82 @@
+package httplimit
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/ratedb/ratedb"
+)
+
+// Undoer is a Rater that can take a counted request back (see
+// Options.Undo): *ratedb.Layered is one, and so is every Window, whose
+// ratedb.Limiter has Undo. Undo takes cost back from the window res counted
+// in, if it is still key's current window. Implementations are safe for
+// concurrent use.
+type Undoer interface {
+	Undo(ctx context.Context, key string, res ratedb.Result, cost int64) error
+}
+
+var (
+	_ Undoer = (*ratedb.Layered)(nil)
+	_ Undoer = (*window)(nil)
+)
+
+func (w *window) Undo(ctx context.Context, key string, res ratedb.Result, cost int64) error {
+	return w.lim.Undo(ctx, key, res, cost)
+}
+
+// serveUndoable passes an allowed request to next through a writer that
+// records the status, then undoes the request's hit if Options.Undo says
+// so. The undo runs even if the client has gone: the work is done, and the
+// quota is the server's.
+func (m *Middleware) serveUndoable(next http.Handler, w http.ResponseWriter, r *http.Request, key string, cost int64, res ratedb.Result) {
+	sw := &statusWriter{ResponseWriter: w}
+	next.ServeHTTP(sw, r)
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if !m.undo(r, status) {
+		return
+	}
+	if err := m.undoer.Undo(context.WithoutCancel(r.Context()), key, res, cost); err != nil {
+		m.errors.Add(1)
+		if m.onError != nil {
+			m.onError(r, err)
+		}
+	}
+}
+
+// statusWriter records the status of the response written through it: the
+// first final status (1xx informational responses other than 101 are not
+// final), or 200 at the first Write or Flush.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush sends buffered data, as the underlying writer's Flush does (if it
+// has none, nothing happens).
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap returns the underlying writer, for http.ResponseController.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
