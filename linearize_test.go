@@ -15,7 +15,7 @@ import (
 )
 
 // TestLinearizable records concurrent histories of Hit, Inc, Set, Get,
-// ExpiresAt and Reset on one key and on a few keys, for FixedWindow,
+// ExpiresAt, Refund, Undo and Reset on one key and on a few keys, for FixedWindow,
 // PerKeyWindow and StaggeredWindow, and checks with porcupine that each one
 // is linearizable against the sequential model. While the history runs,
 // other goroutines hit many other keys (with MaxHotKeys tiny, so the keys
@@ -37,13 +37,14 @@ const (
 	linExpires
 	linReset
 	linRefund
+	linUndo
 	linAdvance
 )
 
 type linIn struct {
 	op           linOp
 	key          string
-	limit, n, at int64 // at: new clock for linAdvance
+	limit, n, at int64 // at: new clock for linAdvance, the undone hit's window end for linUndo
 }
 
 type linOut struct {
@@ -118,6 +119,11 @@ func linModel(alg ratedb.Algorithm, scale int64) porcupine.Model {
 				}
 				s.count = max(0, s.count-in.n)
 				return out == linOut{count: s.count, end: s.end}, s
+			case linUndo:
+				if s.now < s.end && s.end == in.at {
+					s.count = max(0, s.count-in.n)
+				}
+				return true, s
 			case linReset:
 				s.count, s.end = 0, 0
 				return true, s
@@ -215,6 +221,12 @@ func linHistory(t *testing.T, seed uint64, alg ratedb.Algorithm, nkeys int) bool
 	}
 	advance(clock.get())
 	const clients, phases, opsPerPhase = 4, 3, 6
+	// Each client's last allowed Hit on each key, kept across phases so
+	// that an Undo may come after its window has ended.
+	clientHits := make([]map[string]mHit, clients+1)
+	for c := range clientHits {
+		clientHits[c] = map[string]mHit{}
+	}
 	for phase := 0; phase < phases; phase++ {
 		var wg sync.WaitGroup
 		for c := 1; c <= clients; c++ {
@@ -222,17 +234,26 @@ func linHistory(t *testing.T, seed uint64, alg ratedb.Algorithm, nkeys int) bool
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				hits := clientHits[c]
 				for j := 0; j < opsPerPhase; j++ {
 					in := linIn{key: keys[crng.IntN(len(keys))]}
 					var out linOut
 					call := stamp()
 					var err error
-					switch r := crng.IntN(22); {
+					r := crng.IntN(24)
+					last, ok := hits[in.key]
+					if r >= 22 && !ok {
+						r = 14 // nothing to undo: a Get
+					}
+					switch {
 					case r < 10:
 						in.op, in.limit, in.n = linHit, 2+crng.Int64N(6), 1+crng.Int64N(2)
 						var res ratedb.Result
 						res, err = w.Hit(ctx, in.key, in.limit, in.n)
 						out = linOut{allowed: res.Allowed, count: res.Count, end: res.ResetAt.UnixMilli()}
+						if res.Allowed {
+							hits[in.key] = mHit{res, in.n}
+						}
 					case r < 12:
 						in.op, in.n = linInc, 1+crng.Int64N(2)
 						out.count, err = w.Inc(ctx, in.key, in.n)
@@ -250,11 +271,15 @@ func linHistory(t *testing.T, seed uint64, alg ratedb.Algorithm, nkeys int) bool
 					case r < 20:
 						in.op = linReset
 						err = w.Reset(ctx, in.key)
-					default:
+					case r < 22:
 						in.op, in.n = linRefund, 1+crng.Int64N(2)
 						var end time.Time
 						out.count, end, err = w.Refund(ctx, in.key, in.n)
 						out.end = msOrZero(end)
+					default:
+						in.op, in.n, in.at = linUndo, last.inc, last.r.ResetAt.UnixMilli()
+						err = w.Undo(ctx, in.key, last.r, in.n)
+						delete(hits, in.key)
 					}
 					if err != nil {
 						bad.Store(err)
