@@ -7,7 +7,7 @@ import (
 	"github.com/ratedb/ratedb"
 )
 
-// Undoer is a Rater that can take a counted request back (see
+// Undoer is implemented by a Rater that can take a counted request back (see
 // Options.Undo): *ratedb.Layered is one, and so is every Window, whose
 // ratedb.Limiter has Undo. Undo takes cost back from the window res counted
 // in, if it is still key's current window. Implementations are safe for
