@@ -1,12 +1,15 @@
 package ratedb
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // reportBatchLen is how many sampled uses a reportBatch carries.
 const reportBatchLen = 512
 
-// reportQueueLen is how many full batches wait for the reporter goroutine
-// before a hit that fills one reports it itself.
+// reportQueueLen is how many full batches wait for the reporter goroutine;
+// a batch filled while that many wait is dropped.
 const reportQueueLen = 16
 
 // reportBatch is a batch of hashes of hot windows, each standing for a
@@ -28,20 +31,23 @@ type reportBatch struct {
 // of its processor (a sync.Pool, as ristretto batches its own reports), and
 // full batches go to one goroutine that makes the Gets.
 //
-// Nothing is lost on the way but what ristretto itself may drop: if the
-// goroutine falls reportQueueLen batches behind, the hit that fills a batch
-// makes its Gets itself (the behaviour before the reporter), so the hit
-// path slows down rather than the admission weakening. A partly filled
-// batch waits in its pool for more uses; the pool may drop it at a garbage
-// collection, as ristretto's pool may drop its own batches (at most
+// Reports are samples, and like ristretto's own buffers these drop some
+// rather than slow a hit down: if the goroutine falls reportQueueLen
+// batches behind (a process short of CPU), a batch filled meanwhile is
+// dropped and counted (Stats.CacheReportsDropped). The hit that fills it
+// holds its entry's lock, so making the batch's Gets there would hold up
+// every other call on that key for hundreds of microseconds. A partly
+// filled batch waits in its pool for more uses; the pool may drop it at a
+// garbage collection, as ristretto's pool may drop its own batches (at most
 // reportBatchLen reports a processor).
 //
 // Safe for concurrent use.
 type reporter struct {
-	get   func(h uint64) // counts a use of h in the cache (the cache's Get)
-	pool  sync.Pool      // *reportBatch, partly filled
-	queue chan *reportBatch
-	free  chan *reportBatch // emptied batches, back from run
+	get     func(h uint64) // counts a use of h in the cache (the cache's Get)
+	pool    sync.Pool      // *reportBatch, partly filled
+	queue   chan *reportBatch
+	free    chan *reportBatch // emptied batches, back from run
+	dropped atomic.Int64      // reports in batches dropped with the queue full
 }
 
 // newReporter returns a reporter that counts uses with get.
@@ -57,8 +63,8 @@ func newReporter(get func(h uint64)) *reporter {
 
 // report records one sampled use of the window with hash h: it appends h to
 // a batch and, when the batch is full, hands it to the goroutine running
-// run, or passes the hashes to get itself if that goroutine is behind. It
-// never blocks, and allocates only while batches are on their way back.
+// run, or drops it if that goroutine is behind. It never blocks, and
+// allocates only while batches are on their way back.
 func (r *reporter) report(h uint64) {
 	b := r.pool.Get().(*reportBatch)
 	b.h[b.n] = h
@@ -71,7 +77,8 @@ func (r *reporter) report(h uint64) {
 				b = new(reportBatch)
 			}
 		default:
-			b.flush(r.get)
+			r.dropped.Add(int64(b.n))
+			b.n = 0
 		}
 	}
 	r.pool.Put(b)

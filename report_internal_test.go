@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// Every full batch reaches get once, through the goroutine when it keeps up
-// and through the reporting call itself when the goroutine is behind: no
-// sampled use is dropped or counted twice.
+// Every full batch reaches get once, through the goroutine; a batch filled
+// while reportQueueLen batches wait for it is dropped and counted, never
+// passed on by the hit that filled it (which holds an entry's lock). No
+// sampled use is counted twice.
 func TestReporterPassesEveryFullBatchOnce(t *testing.T) {
 	if underRace {
 		t.Skip("the race detector drops what a sync.Pool holds at random, here partly filled batches")
@@ -42,38 +43,56 @@ func TestReporterPassesEveryFullBatchOnce(t *testing.T) {
 		}
 	}
 
-	// No goroutine yet: reportQueueLen batches queue, and the call that
-	// fills the next one makes its Gets itself.
+	// No goroutine yet: reportQueueLen batches queue, and the next one
+	// filled is dropped.
 	const queued = reportQueueLen * reportBatchLen
 	h := uint64(0)
 	for ; h < queued+reportBatchLen; h++ {
 		r.report(h)
 	}
-	expect(reportBatchLen)
-	for i := uint64(queued); i < h; i++ {
-		if got[i] != 1 {
-			t.Fatalf("use %d, in the batch filled with the queue full, did not reach the cache", i)
-		}
+	expect(0)
+	if n := r.dropped.Load(); n != reportBatchLen {
+		t.Fatalf("%d reports dropped with the queue full, want %d", n, reportBatchLen)
 	}
 
-	// The goroutine drains the queue while more uses are reported.
+	// The goroutine drains the queue, then keeps up with 10 more batches
+	// (fewer than the queue holds: none is dropped).
+	wait := func() {
+		t.Helper()
+		select {
+		case <-reach:
+		case <-time.After(time.Minute):
+			t.Fatal("the reporter did not pass the queued batches on within a minute")
+		}
+	}
 	mu.Lock()
-	target = int(h) + 10*reportBatchLen
+	target = queued
 	mu.Unlock()
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { defer close(done); r.run(stop) }()
-	for ; h < uint64(target); h++ {
+	wait()
+	mu.Lock()
+	target = queued + 10*reportBatchLen
+	mu.Unlock()
+	for ; h < queued+11*reportBatchLen; h++ {
 		r.report(h)
 	}
-	select {
-	case <-reach:
-	case <-time.After(time.Minute):
-		t.Fatal("the reporter did not pass the queued batches on within a minute")
-	}
+	wait()
 	close(stop)
 	<-done
 	expect(target)
+	mu.Lock()
+	for i := uint64(queued); i < queued+reportBatchLen; i++ {
+		if got[i] != 0 {
+			mu.Unlock()
+			t.Fatalf("use %d, of the dropped batch, reached the cache", i)
+		}
+	}
+	mu.Unlock()
+	if n := r.dropped.Load(); n != reportBatchLen {
+		t.Fatalf("%d reports dropped, want %d (the goroutine kept up)", n, reportBatchLen)
+	}
 
 	// One use short of a batch stays in the pool.
 	for i := 0; i < reportBatchLen-1; i++ {

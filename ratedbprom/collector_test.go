@@ -50,7 +50,7 @@ ratedb_snapshot_backlog 0
 `), "ratedb_hits_allowed_total", "ratedb_hits_denied_total", "ratedb_windows_on_disk", "ratedb_snapshots_total", "ratedb_snapshot_backlog"))
 	n, err := testutil.GatherAndCount(reg)
 	require.NoError(t, err)
-	assert.Equal(t, 17, n)
+	assert.Equal(t, 18, n)
 }
 
 func ExampleNewCollector() {
