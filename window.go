@@ -191,8 +191,8 @@ func (w *Window) Undo(ctx context.Context, key string, r Result, increment int64
 	switch {
 	case increment <= 0:
 		return fmt.Errorf("%w: increment %d is not positive", ErrInvalidArgument, increment)
-	case r.Tiers != nil || (r.Allowed && r.ResetAt.IsZero()):
-		return fmt.Errorf("%w: not the Result of a Window's hit", ErrInvalidArgument)
+	case r.Tiers != nil || r.Scale != w.Scale() || (r.Allowed && r.ResetAt.IsZero()):
+		return fmt.Errorf("%w: not the Result of a hit of this Window", ErrInvalidArgument)
 	case !r.Allowed:
 		return nil
 	}

@@ -169,7 +169,8 @@ func (l *Layered) Undo(ctx context.Context, key string, r ratedb.Result, increme
 	for i, t := range r.Tiers {
 		ends[l.pos[i]] = t.ResetAt.UnixMilli()
 	}
-	return l.sp.undo(ctx, key, increment, ends)
+	_, err := l.sp.refund(ctx, key, increment, ends...)
+	return err
 }
 
 // counts returns the count of each tier of ts (in storage order), in the

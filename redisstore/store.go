@@ -361,37 +361,23 @@ func (sp *spec) read(ctx context.Context, key string) ([]tierState, error) {
 
 // refund runs refundScript on key's counter, once (a refund resent would
 // give back twice), and returns every tier's count and end after it (zero
-// for a tier with no open window), in storage order.
-func (sp *spec) refund(ctx context.Context, key string, amount int64) ([]tierState, error) {
+// for a tier with no open window), in storage order. For an undo, ends
+// holds the end of each tier's window the undone hit counted in (storage
+// order), and only tiers whose window still ends there give amount back.
+func (sp *spec) refund(ctx context.Context, key string, amount int64, ends ...int64) ([]tierState, error) {
 	now, err := sp.s.nowArg()
 	if err != nil {
 		return nil, err
 	}
-	v, err := sp.s.run(ctx, refundScript, true, []string{sp.s.tagged(key) + sp.suffix}, now, min(amount, MaxCount), len(sp.scales))
-	if err != nil {
-		return nil, err
-	}
-	return decodeRefund(v, len(sp.scales))
-}
-
-// undo runs refundScript on key's counter for an undo, once: only tiers
-// whose window still ends at ends[i] (storage order) give increment back.
-func (sp *spec) undo(ctx context.Context, key string, increment int64, ends []int64) error {
-	now, err := sp.s.nowArg()
-	if err != nil {
-		return err
-	}
-	args := make([]any, 0, 3+len(ends))
-	args = append(args, now, min(increment, MaxCount), len(sp.scales))
+	args := append(make([]any, 0, 3+len(ends)), now, min(amount, MaxCount), len(sp.scales))
 	for _, e := range ends {
 		args = append(args, e)
 	}
 	v, err := sp.s.run(ctx, refundScript, true, []string{sp.s.tagged(key) + sp.suffix}, args...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = decodeRefund(v, len(sp.scales))
-	return err
+	return decodeRefund(v, len(sp.scales))
 }
 
 // reset deletes key's counter.

@@ -171,12 +171,13 @@ func (w *Window) Undo(ctx context.Context, key string, r ratedb.Result, incremen
 	switch {
 	case increment <= 0:
 		return fmt.Errorf("%w: increment %d is not positive", ratedb.ErrInvalidArgument, increment)
-	case r.Tiers != nil || (r.Allowed && r.ResetAt.IsZero()):
-		return fmt.Errorf("%w: not the Result of a Window's hit", ratedb.ErrInvalidArgument)
+	case r.Tiers != nil || r.Scale != w.Scale() || (r.Allowed && r.ResetAt.IsZero()):
+		return fmt.Errorf("%w: not the Result of a hit of this Window", ratedb.ErrInvalidArgument)
 	case !r.Allowed:
 		return nil
 	}
-	return w.sp.undo(ctx, key, increment, []int64{r.ResetAt.UnixMilli()})
+	_, err := w.sp.refund(ctx, key, increment, r.ResetAt.UnixMilli())
+	return err
 }
 
 // Get returns key's count in its current window, 0 if it has none. It does

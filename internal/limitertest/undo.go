@@ -14,11 +14,15 @@ import (
 // testUndo checks Window.Undo for each algorithm: it takes a hit back from
 // the window it counted in, never below zero; it leaves alone a window
 // opened after that one ended; a denied Result undoes nothing; it opens no
-// window; and it rejects what is not the Result of a Window's hit.
+// window; and it rejects what is not the Result of a hit of that Window.
 func testUndo(t *testing.T, b Backend) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
-			c, _, w := minuteWindow(t, b, alg)
+			c, s, w := minuteWindow(t, b, alg)
+			hourly, err := s.Window(alg, time.Hour)
+			require.NoError(t, err)
+			fromHourly, err := hourly.Hit(ctx, "k", 10, 1)
+			require.NoError(t, err)
 			first, err := w.Hit(ctx, "k", 10, 2)
 			require.NoError(t, err)
 			second, err := w.Hit(ctx, "k", 10, 5)
@@ -71,8 +75,9 @@ func testUndo(t *testing.T, b Backend) {
 			}{
 				"zero increment":     {next, 0},
 				"negative increment": {next, -1},
-				"no end":             {ratedb.Result{Allowed: true}, 1},
-				"a Layered result":   {ratedb.Result{Allowed: true, ResetAt: next.ResetAt, Tiers: []ratedb.TierResult{{Scale: time.Minute, ResetAt: next.ResetAt}}}, 1},
+				"no end":             {ratedb.Result{Allowed: true, Scale: time.Minute}, 1},
+				"a Layered result":   {ratedb.Result{Allowed: true, ResetAt: next.ResetAt, Scale: time.Minute, Tiers: []ratedb.TierResult{{Scale: time.Minute, ResetAt: next.ResetAt}}}, 1},
+				"another Window's":   {fromHourly, 1},
 			} {
 				assert.ErrorIs(t, w.Undo(ctx, "k", bad.r, bad.inc), ratedb.ErrInvalidArgument, name)
 			}
