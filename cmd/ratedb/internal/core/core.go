@@ -145,7 +145,10 @@ func New(store Store, opts Options) *Core {
 // check. It returns an error wrapping ErrInvalidCheck for an invalid set
 // (nothing counted), and the store's error (wrapping ratedb.ErrUnavailable
 // for a network store that is down) when the store failed, unless
-// Options.FailOpen applies. Being over a limit is a decision, not an error.
+// Options.FailOpen applies; a set that fails takes back the hits it had
+// counted. Once a set is decided, ctx's cancellation no longer stops it
+// (only the store's own timeouts do), so it is never left half counted.
+// Being over a limit is a decision, not an error.
 func (c *Core) Decide(ctx context.Context, checks ...Check) (Decision, error) {
 	start := time.Now()
 	res, err := c.resolveAll(checks)
@@ -318,6 +321,17 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 	// process sharing the store counted the key meanwhile; the set is then
 	// denied, the checks after it are not counted, no refund is applied,
 	// and the hits before it are undone.
+	//
+	// The set is decided: from here the caller's cancellation (Envoy's
+	// rate-limit timeout, a client that hangs up) no longer reaches the
+	// store, so that it cannot leave part of the set counted. Each call of
+	// a network store is still bounded by the store's own timeout. A call
+	// that fails all the same takes the set's counted hits back (see
+	// commitFailed).
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err // nothing counted yet
+	}
+	ctx = context.WithoutCancel(ctx)
 	peeks := make([]ratedb.Result, len(checks))
 	for i, ch := range checks {
 		if ch.Refund || ch.Cost == 0 || !d.Results[i].Allowed {
@@ -326,7 +340,7 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 		peeks[i] = d.Results[i].Result
 		res, err := rs[i].hit(ctx, ch)
 		if err != nil {
-			return Decision{}, err
+			return commitFailed(ctx, err, checks[:i], rs, d.Results, peeks)
 		}
 		d.Results[i].Result = res
 		d.Results[i].Counted = res.Allowed
@@ -344,11 +358,24 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 		}
 		res, err := c.refund(ctx, ch, rs[i], d.Results[i].Result)
 		if err != nil {
-			return Decision{}, err
+			return commitFailed(ctx, err, checks, rs, d.Results, peeks)
 		}
 		d.Results[i].Result = res
 	}
 	return d, nil
+}
+
+// commitFailed handles a store call of a decided set that failed with err:
+// it undoes the hits counted among checks, so that a set that answers an
+// error counts nothing, and returns err (joined with the undo's error, if
+// that fails too). Two things it cannot take back: the failed call itself,
+// if a network store counted it before its timeout (the outcome of a timed
+// out call is unknown), and the refunds applied before a failed refund.
+func commitFailed(ctx context.Context, err error, checks []Check, rs []*resolved, results []CheckResult, peeks []ratedb.Result) (Decision, error) {
+	if uerr := undo(ctx, checks, rs, results, peeks); uerr != nil {
+		err = errors.Join(err, fmt.Errorf("core: taking back the set's counted hits: %w", uerr))
+	}
+	return Decision{}, err
 }
 
 // undo takes back the counted hits among checks (the checks before the one
