@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 	"time"
@@ -98,14 +99,28 @@ func (s Store) Layered(alg ratedb.Algorithm, tiers ...ratedb.Tier) (core.Layered
 var _ core.Store = Store{}
 
 // RulesStorage keeps the rules as one JSON value under RulesKey. It is safe
-// for concurrent use.
+// for concurrent use, by any number of processes: Update is an optimistic
+// transaction (WATCH, then MULTI/EXEC), so two instances that change rules
+// at once both keep their change.
 type RulesStorage struct{ C redis.UniversalClient }
+
+// rulesTimeout bounds one Load or one Update.
+const rulesTimeout = Timeout * 10
+
+// updateAttempts is how many times Update retries when other writers keep
+// changing the rules between its read and its write.
+const updateAttempts = 16
 
 // Load implements rules.Storage.
 func (r RulesStorage) Load() ([]rules.Stored, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout*10)
+	ctx, cancel := context.WithTimeout(context.Background(), rulesTimeout)
 	defer cancel()
-	b, err := r.C.Get(ctx, RulesKey).Bytes()
+	return loadRules(ctx, r.C)
+}
+
+// loadRules reads the rules through c (a client or a transaction).
+func loadRules(ctx context.Context, c redis.Cmdable) ([]rules.Stored, error) {
+	b, err := c.Get(ctx, RulesKey).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -119,18 +134,60 @@ func (r RulesStorage) Load() ([]rules.Stored, error) {
 	return rs, nil
 }
 
-// Save implements rules.Storage.
-func (r RulesStorage) Save(rs []rules.Stored) error {
-	b, err := json.Marshal(rs)
+// errRulesContended is Update's error when other writers changed the rules
+// between its read and its write on every attempt.
+var errRulesContended = fmt.Errorf("rules: %s kept changing in Redis while being updated (%w)", RulesKey, ratedb.ErrUnavailable)
+
+// Update implements rules.Storage: it reads the rules under WATCH and writes
+// f's result in MULTI/EXEC, which Redis refuses if another client wrote the
+// key since the read; it then reads again and calls f again.
+func (r RulesStorage) Update(f func([]rules.Stored) ([]rules.Stored, error)) error {
+	ctx, cancel := context.WithTimeout(context.Background(), rulesTimeout)
+	defer cancel()
+	for range updateAttempts {
+		var inner error // the error the transaction's function returned
+		err := r.C.Watch(ctx, func(tx *redis.Tx) error {
+			inner = r.update(ctx, tx, f)
+			return inner
+		}, RulesKey)
+		switch {
+		case errors.Is(err, redis.TxFailedErr):
+			// Another writer came first: read again, after a pause of up
+			// to a millisecond so that writers racing in step drift apart.
+			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond))))
+			continue
+		case err != nil && err != inner:
+			// WATCH itself failed.
+			return fmt.Errorf("rules: updating %s in Redis: %w (%w)", RulesKey, err, ratedb.ErrUnavailable)
+		}
+		return err
+	}
+	return errRulesContended
+}
+
+// update is one attempt of Update, in the WATCH transaction tx. It returns
+// redis.TxFailedErr if another client wrote the rules since tx's WATCH.
+func (r RulesStorage) update(ctx context.Context, tx *redis.Tx, f func([]rules.Stored) ([]rules.Stored, error)) error {
+	cur, err := loadRules(ctx, tx)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout*10)
-	defer cancel()
-	if err := r.C.Set(ctx, RulesKey, b, 0).Err(); err != nil {
+	next, err := f(cur)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(next)
+	if err != nil {
+		return err
+	}
+	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, RulesKey, b, 0)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.TxFailedErr) {
 		return fmt.Errorf("rules: writing %s to Redis: %w (%w)", RulesKey, err, ratedb.ErrUnavailable)
 	}
-	return nil
+	return err
 }
 
 var _ rules.Storage = RulesStorage{}

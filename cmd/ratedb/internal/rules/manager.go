@@ -2,12 +2,15 @@ package rules
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
 
 // Manager holds the current rule set and changes it: every change is saved
 // to its Storage before it is published, and applies to the next Match.
+// Changes apply to the stored rules (see Import).
 // Reads (Current, Match) are lock-free; changes are serialized. It is safe
 // for concurrent use.
 type Manager struct {
@@ -23,23 +26,29 @@ func NewManager(store Storage, def *Rule) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs := make([]*Rule, 0, len(stored))
-	seen := map[string]bool{}
+	byName, err := buildStored(stored)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{store: store}
+	m.set.Store(newSet(slices.Collect(maps.Values(byName)), def))
+	return m, nil
+}
+
+// buildStored builds stored rules, by name.
+func buildStored(stored []Stored) (map[string]*Rule, error) {
+	byName := make(map[string]*Rule, len(stored))
 	for _, s := range stored {
 		r, err := Build(s.Name, s.Spec, false)
 		if err != nil {
 			return nil, fmt.Errorf("rules: stored rule %q: %w", truncate(s.Name), err)
 		}
-		if seen[r.Name] {
+		if _, dup := byName[r.Name]; dup {
 			return nil, fmt.Errorf("rules: stored rule %q appears twice", truncate(s.Name))
 		}
-		seen[r.Name] = true
-		r = withGeneration(r, s.Generation)
-		rs = append(rs, r)
+		byName[r.Name] = withGeneration(r, s.Generation)
 	}
-	m := &Manager{store: store}
-	m.set.Store(newSet(rs, def))
-	return m, nil
+	return byName, nil
 }
 
 // Current returns the current rule set.
@@ -55,64 +64,70 @@ func (m *Manager) Put(r *Rule) (created bool, err error) {
 // Import stores every rule of rs (distinct names), replacing stored rules of
 // the same names, in one save. It reports whether the first rule was
 // created.
+//
+// A change applies to the rules in storage, read again for it, not to the
+// copy this Manager serves: with a storage that other processes change too
+// (Redis), a rule another instance stored since this one last reloaded is
+// kept, and two instances changing rules at once both keep their change
+// (Storage.Update).
 func (m *Manager) Import(rs []*Rule) (created bool, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	cur := m.set.Load()
-	next := make(map[string]*Rule, len(cur.byName)+len(rs))
-	for n, r := range cur.byName {
-		next[n] = r
-	}
-	for i, r := range rs {
-		old, ok := next[r.Name]
-		if i == 0 {
-			created = !ok
-		}
-		gen := int64(0)
-		if ok {
-			gen = old.Generation
-			if !old.sameCounters(r) {
-				gen++
+	return created, m.change(func(byName map[string]*Rule) error {
+		for i, r := range rs {
+			old, ok := byName[r.Name]
+			if i == 0 {
+				created = !ok
 			}
+			gen := int64(0)
+			if ok {
+				gen = old.Generation
+				if !old.sameCounters(r) {
+					gen++
+				}
+			}
+			byName[r.Name] = withGeneration(r, gen)
 		}
-		next[r.Name] = withGeneration(r, gen)
-	}
-	return created, m.publish(cur, next)
+		return nil
+	})
 }
 
-// Delete removes the rule called name; ErrNotFound if there is none.
+// Delete removes the rule called name; ErrNotFound if there is none in
+// storage.
 func (m *Manager) Delete(name string) error {
+	return m.change(func(byName map[string]*Rule) error {
+		if _, ok := byName[name]; !ok {
+			return ErrNotFound
+		}
+		delete(byName, name)
+		return nil
+	})
+}
+
+// change applies edit to the stored rules, by name, saves the result and
+// serves it.
+func (m *Manager) change(edit func(byName map[string]*Rule) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cur := m.set.Load()
-	if _, ok := cur.byName[name]; !ok {
-		return ErrNotFound
-	}
-	next := make(map[string]*Rule, len(cur.byName))
-	for n, r := range cur.byName {
-		if n != name {
-			next[n] = r
+	def := m.set.Load().def
+	var next *Set
+	err := m.store.Update(func(stored []Stored) ([]Stored, error) {
+		byName, err := buildStored(stored)
+		if err != nil {
+			return nil, err
 		}
-	}
-	return m.publish(cur, next)
-}
-
-// publish saves next and makes it current. m.mu held.
-func (m *Manager) publish(cur *Set, next map[string]*Rule) error {
-	rs := make([]*Rule, 0, len(next))
-	for _, r := range next {
-		rs = append(rs, r)
-	}
-	s := newSet(rs, cur.def)
-	stored := make([]Stored, 0, len(rs))
-	for _, r := range s.Rules() {
-		sp := r.Spec()
-		stored = append(stored, Stored{Spec: sp, Generation: r.Generation})
-	}
-	if err := m.store.Save(stored); err != nil {
+		if err := edit(byName); err != nil {
+			return nil, err
+		}
+		next = newSet(slices.Collect(maps.Values(byName)), def)
+		out := make([]Stored, 0, len(byName))
+		for _, r := range next.Rules() {
+			out = append(out, Stored{Spec: r.Spec(), Generation: r.Generation})
+		}
+		return out, nil
+	})
+	if err != nil {
 		return err
 	}
-	m.set.Store(s)
+	m.set.Store(next)
 	return nil
 }
 

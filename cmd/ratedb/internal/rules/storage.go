@@ -14,8 +14,13 @@ import (
 type Storage interface {
 	// Load returns the stored rules, none if nothing was ever saved.
 	Load() ([]Stored, error)
-	// Save replaces the stored rules, durably, before returning.
-	Save([]Stored) error
+	// Update passes the stored rules to f and replaces them with what f
+	// returns, durably, before returning. It is atomic with respect to
+	// every other Update of the same storage, by this process or another:
+	// if another writer saves between Update's read and its save, Update
+	// reads again and calls f again. An error from f is returned, and
+	// nothing is saved.
+	Update(f func([]Stored) ([]Stored, error)) error
 }
 
 // Stored is one rule as storage holds it.
@@ -29,7 +34,7 @@ type Stored struct {
 // synced, renamed over the old one, and the directory synced. The service
 // writes it only while it holds the state file's lock, so one process at a
 // time writes it. It is safe for concurrent use when the caller serializes
-// Save (Manager does).
+// Update and Save (Manager does).
 type FileStorage struct {
 	// Path is the rules file.
 	Path string
@@ -62,7 +67,22 @@ func (f FileStorage) Load() ([]Stored, error) {
 	return ff.Rules, nil
 }
 
-// Save implements Storage.
+// Update implements Storage. One process at a time writes the file (the
+// service holds the state file's lock), and Manager serializes its
+// changes, so a read followed by a save is atomic.
+func (f FileStorage) Update(fn func([]Stored) ([]Stored, error)) error {
+	cur, err := f.Load()
+	if err != nil {
+		return err
+	}
+	next, err := fn(cur)
+	if err != nil {
+		return err
+	}
+	return f.Save(next)
+}
+
+// Save replaces the stored rules, durably, before returning.
 func (f FileStorage) Save(rs []Stored) error {
 	b, err := json.MarshalIndent(fileFormat{Version: 1, Rules: rs}, "", "  ")
 	if err != nil {
