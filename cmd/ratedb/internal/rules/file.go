@@ -32,6 +32,11 @@ func ParseFile(data []byte) ([]*Rule, error) {
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, &ValidationError{Problems: []string{"not a rule file: " + err.Error()}}
 	}
+	// A second document would otherwise be ignored, its rules unchecked.
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return nil, &ValidationError{Problems: []string{"the file holds more than one YAML document (a second one after ---): put every rule in the one list under rules:"}}
+	}
 	var p problems
 	var rs []*Rule
 	seen := map[string]int{}

@@ -26,6 +26,10 @@ const (
 	// DefaultName is the name of the rule that applies when no stored rule
 	// matches; no stored rule may take it.
 	DefaultName = "default"
+	// MatchName is not a rule's name either: /v1/rules/match is the
+	// endpoint that says which rule a request matches, so a rule of that
+	// name could not be read, replaced or deleted through the API.
+	MatchName = "match"
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)

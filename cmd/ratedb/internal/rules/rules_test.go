@@ -61,6 +61,7 @@ func TestBuild(t *testing.T) {
 		"both":             {"a", rules.Spec{ClientID: "*", Route: "*", Limit: i64(5), Window: "1s", Tiers: []rules.TierSpec{{Limit: i64(1), Window: "1m"}}}, false},
 		"no window":        {"a", rules.Spec{ClientID: "*", Route: "*", Limit: i64(5)}, false},
 		"reserved":         {"default", rules.Spec{ClientID: "*", Route: "*", Limit: i64(5), Window: "1s"}, false},
+		"the match route":  {"match", rules.Spec{ClientID: "*", Route: "*", Limit: i64(5), Window: "1s"}, false},
 		"long pattern":     {"a", rules.Spec{ClientID: string(make([]byte, rules.MaxPatternLen+1)), Route: "*", Limit: i64(5), Window: "1s"}, false},
 		"huge window":      {"a", rules.Spec{ClientID: "*", Route: "*", Limit: i64(5), Window: "9000h"}, false},
 		"fractional ms":    {"a", rules.Spec{ClientID: "*", Route: "*", Limit: i64(5), Window: "1.5ms"}, false},
@@ -194,6 +195,20 @@ rules:
 `))
 	require.ErrorIs(t, err, rules.ErrInvalidRule)
 	assert.Contains(t, err.Error(), "colour")
+
+	// A second YAML document is not silently ignored, invalid rules and all.
+	_, err = rules.ParseFile([]byte(`
+rules:
+  - {name: a, client_id: "*", route: "*", limit: 1, window: 1s}
+---
+rules:
+  - {name: b, client_id: "*", route: "*", limit: -1, window: 1s}
+`))
+	require.ErrorIs(t, err, rules.ErrInvalidRule)
+	assert.Contains(t, err.Error(), "more than one YAML document")
+	empty, err := rules.ParseFile(nil)
+	require.NoError(t, err, "an empty file holds no rules")
+	assert.Empty(t, empty)
 }
 
 func FuzzBuild(f *testing.F) {

@@ -23,6 +23,8 @@ func Build(name string, spec Spec, allowDefault bool) (*Rule, error) {
 		p.add("name %q may only hold letters, digits, '.', '_', ':' and '-', and must start with a letter or digit", truncate(name))
 	case name == DefaultName && !allowDefault:
 		p.add("name %q is reserved for the default rule (set it with --default-* flags)", DefaultName)
+	case name == MatchName:
+		p.add("name %q is reserved: /v1/rules/%s is the endpoint that says which rule a request matches", MatchName, MatchName)
 	}
 	checkPattern(&p, "client_id", spec.ClientID)
 	checkPattern(&p, "route", spec.Route)
