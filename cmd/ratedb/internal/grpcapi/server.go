@@ -169,12 +169,14 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 	for i, d := range descs {
 		r := rules[i]
 		switch {
-		case r == nil || (r.name != "" && replaced[r.name]):
-			resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
-		case r.unlimited:
+		case r != nil && r.unlimited:
+			// Unlimited even when another limit replaces it, as
+			// envoyproxy/ratelimit answers.
 			resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{
 				Code: rlsv3.RateLimitResponse_OK, LimitRemaining: math.MaxUint32,
 			}
+		case r == nil || (r.name != "" && replaced[r.name]):
+			resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 		default:
 			cost := defaultCost
 			if h := d.GetHitsAddend(); h != nil {

@@ -174,6 +174,15 @@ func TestIndependentCounting(t *testing.T) {
 	}
 	assert.Equal(t, over, resp.GetOverallCode())
 	assert.Equal(t, over, resp.GetStatuses()[1].GetCode())
+
+	// A refund is one more descriptor decided on its own: applied although
+	// another descriptor of the request is over its limit.
+	refund := desc("key2", "7")
+	refund.IsNegativeHits = true
+	refund.HitsAddend = wrapperspb.UInt64(5)
+	resp = f.call(t, "another", 1, refund, desc("key3", "7"))
+	assert.Equal(t, over, resp.GetOverallCode())
+	assert.Equal(t, uint32(10), resp.GetStatuses()[0].GetLimitRemaining(), "15 hits, 5 given back")
 }
 
 func TestHitsAddend(t *testing.T) {
@@ -270,6 +279,10 @@ func TestFeatures(t *testing.T) {
 		}
 		assert.Equal(t, ok, f.call(t, "features", 1, desc("general", "x")).GetOverallCode())
 		assert.Equal(t, over, f.call(t, "features", 1, desc("general", "x")).GetOverallCode())
+		// An unlimited limit stays unlimited when another replaces it, as
+		// envoyproxy/ratelimit's constructLimitsToCheck has it.
+		resp := f.call(t, "features", 1, desc("free_named", "x"), desc("replaces_free", "x"))
+		assert.Equal(t, st{Code: ok, Remaining: math.MaxUint32}, statuses(resp)[0])
 	})
 	t.Run("share_threshold shares one counter", func(t *testing.T) {
 		assert.Equal(t, ok, f.call(t, "features", 1, desc("shared", "files/a")).GetOverallCode())
