@@ -49,18 +49,9 @@ func openState(c *Config, log *slog.Logger) (*state, error) {
 		store:      core.DBStore{DB: db},
 		rules:      rules.FileStorage{Path: rules.RulesPath(c.DB)},
 		collectors: []prometheus.Collector{ratedbprom.NewCollector(db)},
-		// Ready when a snapshot succeeds now (it waits for the file's
-		// audit after Open).
-		ready: func(ctx context.Context) error {
-			done := make(chan error, 1)
-			go func() { done <- db.Snapshot() }()
-			select {
-			case err := <-done:
-				return err
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		},
+		// Ready when a snapshot succeeds (it waits for the file's audit
+		// after Open).
+		ready: newReadiness(db.Snapshot, readyPeriod, time.Now).ready,
 		close: func() error {
 			if err := db.Close(); err != nil && !errors.Is(err, ratedb.ErrClosed) {
 				return fmt.Errorf("closing %s: %w", c.DB, err)
@@ -85,11 +76,11 @@ func openRedis(c *Config) (*state, error) {
 		name:  "redis",
 		store: redisstate.Store{S: rs},
 		rules: redisstate.RulesStorage{C: client},
-		ready: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, time.Second)
+		ready: newReadiness(func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			return client.Ping(ctx).Err()
-		},
+		}, readyPeriod, time.Now).ready,
 		close:       client.Close,
 		stopped:     "Redis client closed",
 		reloadRules: rulesReloadPeriod,
