@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ratedb/ratedb"
@@ -34,12 +35,18 @@ type CheckRequest struct {
 	Cost *int64 `json:"cost"`
 }
 
+// checkFields are CheckRequest's JSON names, for checkStrict.
+var checkFields = strictFields{"client_id": nil, "route": nil, "cost": nil}
+
 // errBadRequest marks decoding errors the client can fix (400).
 var errBadRequest = errors.New("bad request")
 
-// DecodeCheck decodes and validates a check body: exactly one JSON object,
-// no unknown fields, client_id and route of 1 to MaxIDLen bytes, cost from 1
-// to MaxCost (default 1). Its errors wrap errBadRequest and name no value.
+// DecodeCheck decodes and validates a check body: exactly one JSON object in
+// valid UTF-8, whose members are named exactly client_id, route and cost,
+// each at most once; client_id and route of 1 to MaxIDLen bytes, without
+// U+FFFD (which a literal U+FFFD, "\ufffd" or an escaped lone surrogate such
+// as "\ud800" would give: all are refused); cost from 1 to MaxCost (default
+// 1). Its errors wrap errBadRequest and name no value.
 func DecodeCheck(body []byte) (client, route string, cost int64, err error) {
 	var req CheckRequest
 	if c, r, n, hasCost, ok := decodeCheckFast(body); ok {
@@ -55,9 +62,13 @@ func DecodeCheck(body []byte) (client, route string, cost int64, err error) {
 	return validateCheck(req)
 }
 
-// decodeCheckJSON decodes a check body with encoding/json.
+// decodeCheckJSON decodes a check body with encoding/json, after
+// checkStrict.
 func decodeCheckJSON(body []byte) (CheckRequest, error) {
 	var req CheckRequest
+	if err := checkStrict(body, checkFields); err != nil {
+		return req, fmt.Errorf("%w: %v", errBadRequest, err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -107,8 +118,12 @@ func describeJSONError(err error) string {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "the body is empty or cut short"
 	}
-	// Unknown fields: encoding/json says `json: unknown field "x"`.
-	return "malformed request: " + err.Error()
+	// encoding/json says `json: unknown field "x"`, quoting the body: never
+	// pass its message on. (checkStrict refuses unknown fields first.)
+	if strings.HasPrefix(err.Error(), "json: unknown field ") {
+		return "unknown field"
+	}
+	return "malformed request"
 }
 
 func joinProblems(p []string) string {

@@ -1,9 +1,11 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/httpapi"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
@@ -53,9 +55,17 @@ func FuzzDecodeCheck(f *testing.F) {
 	f.Add([]byte(`{"client_id":"user123","route":"/api/v1/order","cost":1}`))
 	f.Add([]byte(`{"client_id":"u","route":"/r"}`))
 	f.Add([]byte(`{"cost":-9}`))
+	f.Add([]byte("{\"client_id\":\"\xff\",\"route\":\"/r\"}"))
+	f.Add([]byte(`{"client_id":"\ud800","route":"/r","cost":2}`))
+	f.Add([]byte(`{"client_id":"\ud83d\ude00","route":"\/r"}`))
+	f.Add([]byte(`{"client_id":"alice","client_id":"bob","route":"/r"}`))
+	f.Add([]byte(`{"CLIENT_ID":"alice","Route":"/r"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		client, route, cost, err := httpapi.DecodeCheck(body)
 		if err != nil {
+			if !errors.Is(err, httpapi.ErrBadRequest) {
+				t.Fatalf("%v does not wrap errBadRequest", err)
+			}
 			return
 		}
 		if client == "" || route == "" || len(client) > httpapi.MaxIDLen || len(route) > httpapi.MaxIDLen {
@@ -64,12 +74,27 @@ func FuzzDecodeCheck(f *testing.F) {
 		if cost < 1 || cost > httpapi.MaxCost {
 			t.Fatalf("accepted cost %d", cost)
 		}
+		if !utf8.Valid(body) || strings.ContainsRune(client, utf8.RuneError) || strings.ContainsRune(route, utf8.RuneError) {
+			t.Fatalf("accepted invalid UTF-8 or U+FFFD: %q", body)
+		}
+		// Member names are exact: a map keeps them as written.
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(body, &members); err != nil {
+			t.Fatalf("accepted %q, which is not an object (%v)", body, err)
+		}
+		for name := range members {
+			if name != "client_id" && name != "route" && name != "cost" {
+				t.Fatalf("accepted the member %q", name)
+			}
+		}
 	})
 }
 
 func FuzzDecodeRule(f *testing.F) {
 	f.Add("premium", []byte(`{"client_id":"premium-*","route":"*","algorithm":"fixed","limit":5,"window":"60s"}`))
 	f.Add("tiers", []byte(`{"client_id":"*","route":"*","tiers":[{"limit":1,"window":"1m"},{"limit":3,"window":"15m"}]}`))
+	f.Add("dup", []byte(`{"client_id":"*","route":"*","tiers":[{"limit":1,"window":"1m","limit":9}]}`))
+	f.Add("case", []byte(`{"client_id":"\ud800","route":"*","Limit":5,"window":"60s"}`))
 	f.Fuzz(func(t *testing.T, name string, body []byte) {
 		r, err := httpapi.DecodeRule(name, body)
 		if err != nil {
@@ -80,6 +105,9 @@ func FuzzDecodeRule(f *testing.F) {
 		}
 		if r.Name != name || len(r.Tiers) == 0 {
 			t.Fatalf("rule %+v from %q", r, name)
+		}
+		if !utf8.Valid(body) || strings.ContainsRune(r.ClientID, utf8.RuneError) || strings.ContainsRune(r.Route, utf8.RuneError) {
+			t.Fatalf("accepted invalid UTF-8 or U+FFFD: %q", body)
 		}
 	})
 }

@@ -4,4 +4,5 @@ package httpapi
 var (
 	DecodeCheckFast = decodeCheckFast
 	DecodeCheckJSON = decodeCheckJSON
+	ErrBadRequest   = errBadRequest
 )

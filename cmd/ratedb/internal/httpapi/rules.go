@@ -24,9 +24,24 @@ type ruleBody struct {
 	Tiers     []rules.TierSpec `json:"tiers"`
 }
 
+// ruleFields are ruleBody's JSON names (and rules.TierSpec's under "tiers"),
+// for checkStrict.
+var ruleFields = strictFields{
+	"client_id": nil, "route": nil, "algorithm": nil, "limit": nil, "window": nil,
+	"tiers": {"limit": nil, "window": nil},
+}
+
 // DecodeRule decodes and validates a PUT body for the rule called name,
-// reporting every problem at once (errors wrap rules.ErrInvalidRule).
+// reporting every problem at once (errors wrap rules.ErrInvalidRule). The
+// body must be one JSON object in valid UTF-8 whose members, and those of
+// each "tiers" object, are named exactly as documented, each at most once,
+// and whose strings hold no U+FFFD (which a literal U+FFFD, "\ufffd" or an
+// escaped lone surrogate such as "\ud800" would give: all are refused); a
+// body that is not is refused with that one problem.
 func DecodeRule(name string, body []byte) (*rules.Rule, error) {
+	if err := checkStrict(body, ruleFields); err != nil {
+		return nil, &rules.ValidationError{Problems: []string{err.Error()}}
+	}
 	var rb ruleBody
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
