@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -33,10 +34,11 @@ func decodeCount(v any, n int) (allowed bool, now int64, ts []tierState, err err
 	return r[0] == 1, r[1], ts, nil
 }
 
-// decodeRead decodes readScript's reply for n tiers: {now, stored value},
-// the value being "c1,e1,c2,e2,…" or empty. Tiers whose window ended by
-// now are zero.
-func decodeRead(v any, n int) ([]tierState, error) {
+// decodeRead decodes readScript's reply for tiers of the given scales (ms):
+// {now, stored value}, the value being "c1,e1,c2,e2,…" or empty. Tiers
+// whose window ended by now are zero; an end more than one scale after now
+// is capped (capEnd).
+func decodeRead(v any, scales []int64) ([]tierState, error) {
 	a, ok := v.([]any)
 	if !ok || len(a) != 2 {
 		return nil, badReply(v)
@@ -46,6 +48,7 @@ func decodeRead(v any, n int) ([]tierState, error) {
 	if !ok1 || !ok2 {
 		return nil, badReply(v)
 	}
+	n := len(scales)
 	ts := make([]tierState, n)
 	if val == "" {
 		return ts, nil
@@ -61,10 +64,19 @@ func decodeRead(v any, n int) ([]tierState, error) {
 			return nil, badReply(v)
 		}
 		if e > now {
-			ts[i] = tierState{count: c, end: e}
+			ts[i] = tierState{count: c, end: capEnd(e, now, scales[i])}
 		}
 	}
 	return ts, nil
+}
+
+// capEnd caps a window's end at one scale after now, as the scripts do
+// (see scripts.go), whatever a reply's now.
+func capEnd(end, now, scale int64) int64 {
+	if now <= math.MaxInt64-scale && end > now+scale {
+		return now + scale
+	}
+	return end
 }
 
 // decodeRefund decodes refundScript's reply {now, c1, e1, …} for n tiers,

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -12,18 +13,23 @@ import (
 
 // FuzzDecodeRead feeds readScript replies with arbitrary stored values: no
 // panic; an error matches ErrUnavailable; a decoded tier is either empty or
-// open at now with a non-negative count; a well-formed value decodes to
-// what it says.
+// open at now, ending at most one scale after it, with a non-negative
+// count; a well-formed value decodes to what it says.
 func FuzzDecodeRead(f *testing.F) {
-	f.Add("5,1767225660000", int64(1767225600000), uint8(1))
-	f.Add("1,2,3,4", int64(0), uint8(2))
-	f.Add("", int64(0), uint8(3))
-	f.Add("-1,5", int64(0), uint8(1))
-	f.Add("9223372036854775807,9223372036854775807", int64(-1), uint8(1))
-	f.Add(",,", int64(0), uint8(1))
-	f.Fuzz(func(t *testing.T, val string, now int64, n uint8) {
+	f.Add("5,1767225660000", int64(1767225600000), uint8(1), uint64(60000))
+	f.Add("1,2,3,4", int64(0), uint8(2), uint64(1))
+	f.Add("", int64(0), uint8(3), uint64(1000))
+	f.Add("-1,5", int64(0), uint8(1), uint64(10))
+	f.Add("9223372036854775807,9223372036854775807", int64(-1), uint8(1), uint64(1))
+	f.Add("3,9223372036854775807", int64(9223372036854775000), uint8(1), uint64(1<<40))
+	f.Add(",,", int64(0), uint8(1), uint64(1))
+	f.Fuzz(func(t *testing.T, val string, now int64, n uint8, scale uint64) {
 		tiers := int(n%17) + 1
-		ts, err := decodeRead([]any{now, val}, tiers)
+		scales := make([]int64, tiers)
+		for i := range scales {
+			scales[i] = int64(scale%(1<<43)) + 1 + int64(i)
+		}
+		ts, err := decodeRead([]any{now, val}, scales)
 		if err != nil {
 			if !errors.Is(err, ratedb.ErrUnavailable) {
 				t.Fatalf("error %v does not match ErrUnavailable", err)
@@ -37,18 +43,21 @@ func FuzzDecodeRead(f *testing.F) {
 			if s.count < 0 || (s != tierState{} && s.end <= now) {
 				t.Fatalf("tier %d: %+v at now %d", i, s, now)
 			}
+			if now <= math.MaxInt64-scales[i] && s.end > now+scales[i] {
+				t.Fatalf("tier %d: %+v ends more than its scale %d after now %d", i, s, scales[i], now)
+			}
 		}
 		// Round trip of what the scripts write.
 		parts := make([]string, 0, 2*tiers)
 		for i := 0; i < tiers; i++ {
 			parts = append(parts, fmt.Sprint(int64(i)*7), fmt.Sprint(now/2+int64(i)))
 		}
-		ts, err = decodeRead([]any{now, strings.Join(parts, ",")}, tiers)
+		ts, err = decodeRead([]any{now, strings.Join(parts, ",")}, scales)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, s := range ts {
-			if end := now/2 + int64(i); end > now && (s.count != int64(i)*7 || s.end != end) {
+			if end := now/2 + int64(i); end > now && (s.count != int64(i)*7 || s.end != capEnd(end, now, scales[i])) {
 				t.Fatalf("tier %d: %+v", i, s)
 			}
 		}

@@ -72,7 +72,7 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (ratedb.
 	if increment <= 0 {
 		return ratedb.Result{}, fmt.Errorf("%w: increment %d is not positive", ratedb.ErrInvalidArgument, increment)
 	}
-	allowed, now, ts, err := l.sp.count(ctx, key, true, increment, l.limits())
+	allowed, now, ts, err := l.sp.count(ctx, key, true, increment, l.limits(), l.pos)
 	if err != nil {
 		return ratedb.Result{}, err
 	}
@@ -104,7 +104,7 @@ func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64
 	if increment > MaxCount {
 		return nil, fmt.Errorf("%w: increment %d would overflow tier 0's count", ratedb.ErrInvalidArgument, increment)
 	}
-	_, _, ts, err := l.sp.count(ctx, key, false, increment, nil)
+	_, _, ts, err := l.sp.count(ctx, key, false, increment, nil, l.pos)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,19 @@ package redisstore
 // A counter key holds "c1,e1,c2,e2,…": the count and the window end of each
 // tier (one tier for a Window). It is always written with SET … PX, the
 // value and its expiry in one command, the expiry being the end of the
-// latest tier's window: no key ever exists without a TTL.
+// latest tier's window: no key ever exists without a TTL. With LocalClock
+// (a non-empty now argument), the expiry is one more scale (the largest
+// tier's) later: Redis counts a TTL down by its own clock, and a caller's
+// clock that was stepped back, or runs behind Redis's by less than a scale,
+// must not see a key vanish before the window it holds has ended.
+//
+// A stored end later than one scale after now (written by an instance whose
+// clock is ahead, or before the clock stepped back or Redis failed over to a
+// server whose clock is behind) is capped to now plus the scale, and every
+// script but readScript stores the capped end, as the embedded DB caps it
+// (see the root package's doc): a window never lasts more than one scale
+// from the time it is read, and once a call that may write capped it, it
+// ends there.
 
 // prelude holds the helpers every script shares.
 const prelude = `
@@ -74,12 +86,16 @@ local st
 local cur = redis.call('GET', KEYS[1])
 if cur then st = decode(cur) else st = {} end
 local reply = {1, now}
+local slack, capped = 0, false
 for i = 1, n do
   local b = 4 + 3 * (i - 1)
   local scale, off, limit = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  if ARGV[1] ~= '' and scale > slack then slack = scale end
   local c, e = st[2 * i - 1], st[2 * i]
   if c == nil or e == nil or e <= now then
     c, e = 0, nextEnd(alg, now, scale, off)
+  elseif e > now + scale then
+    e, st[2 * i], capped = now + scale, now + scale, true
   end
   local fits = 1
   if mode == 'h' then
@@ -96,6 +112,11 @@ if reply[1] == 0 then
     local prev = redis.call('GET', dk)
     if prev then return decode(prev) end
   end
+  if capped then
+    local maxEnd = 0
+    for i = 2, #st, 2 do if st[i] > maxEnd then maxEnd = st[i] end end
+    redis.call('SET', KEYS[1], encode(st), 'PX', maxEnd - now + slack)
+  end
   return reply
 end
 local state, maxEnd = {}, 0
@@ -109,7 +130,7 @@ if dk then
   local prev = redis.call('SET', dk, encode(reply), 'NX', 'PX', ARGV[#ARGV], 'GET')
   if prev then return decode(prev) end
 end
-redis.call('SET', KEYS[1], encode(state), 'PX', maxEnd - now)
+redis.call('SET', KEYS[1], encode(state), 'PX', maxEnd - now + slack)
 return reply
 `)
 
@@ -134,7 +155,14 @@ if cur then
   local p = string.find(cur, ',', 1, true)
   c, e = tonumber(string.sub(cur, 1, p - 1)), tonumber(string.sub(cur, p + 1))
 end
-if e <= now then
+local slack = 0
+if ARGV[1] ~= '' then slack = scale end
+if e > now + scale then
+  e = now + scale
+  if mode == 'h' and c > limit - inc then
+    redis.call('SET', KEYS[1], string.format('%d,%d', c, e), 'PX', e - now + slack)
+  end
+elseif e <= now then
   c = 0
   if alg == '2' then
     e = now + scale
@@ -151,12 +179,14 @@ end
 c = c + inc
 local v
 if c < 1e14 and e < 1e14 and e > -1e14 then v = c .. ',' .. e else v = string.format('%d,%d', c, e) end
-redis.call('SET', KEYS[1], v, 'PX', e - now)
+redis.call('SET', KEYS[1], v, 'PX', e - now + slack)
 return {1, now, c, e, 1}
 `)
 
-// readScript is Get and ExpiresAt: it returns {now, stored value or an empty string}.
-// KEYS[1] is the counter key, ARGV[1] now (empty: read TIME).
+// readScript is Get and ExpiresAt: it returns {now, stored value or an
+// empty string}. KEYS[1] is the counter key, ARGV[1] now (empty: read
+// TIME). It writes nothing: decodeRead caps the ends it returns, as the
+// embedded DB caps a copy for a call that only reads.
 var readScript = newScript(prelude + `
 local now = clock(ARGV[1])
 local cur = redis.call('GET', KEYS[1])
@@ -175,17 +205,20 @@ if alg ~= 2 then
   local cur = redis.call('GET', KEYS[1])
   if cur then
     local st = decode(cur)
-    if st[2] and st[2] > now then e = st[2] end
+    if st[2] and st[2] > now then e = math.min(st[2], now + scale) end
   end
 end
 if not e then e = nextEnd(alg, now, scale, off) end
-redis.call('SET', KEYS[1], encode({count, e}), 'PX', e - now)
+local slack = 0
+if ARGV[1] ~= '' then slack = scale end
+redis.call('SET', KEYS[1], encode({count, e}), 'PX', e - now + slack)
 return count
 `)
 
 // refundScript is Window.Refund, Layered.Refund and the Undo methods.
 // KEYS[1] is the counter key; ARGV: now (empty: read TIME), amount, tiers,
-// then for an undo the end of each tier's window the undone hit counted in.
+// each tier's scale, then for an undo the end of each tier's window the
+// undone hit counted in.
 // Every tier whose window is open (and, for an undo, still ends there) has
 // its count lowered by amount, never below zero; no end moves, and the TTL
 // stays the latest end. A key with no open window is not written. It
@@ -194,18 +227,22 @@ return count
 var refundScript = newScript(prelude + `
 local now = clock(ARGV[1])
 local amount, n = tonumber(ARGV[2]), tonumber(ARGV[3])
-local undo = #ARGV > 3
+local undo = #ARGV > 3 + n
 local out = {now}
 for i = 1, n do out[2*i], out[2*i+1] = 0, 0 end
 local cur = redis.call('GET', KEYS[1])
 if not cur then return out end
 local st = decode(cur)
-local maxEnd, changed = 0, false
+local maxEnd, changed, slack = 0, false, 0
 for i = 1, n do
   local c, e = st[2*i-1], st[2*i]
+  local scale = tonumber(ARGV[3+i])
+  if ARGV[1] ~= '' and scale > slack then slack = scale end
   if c ~= nil and e ~= nil then
+    local lim = now + scale
+    if e > lim then e, st[2*i] = lim, lim end
     if e > maxEnd then maxEnd = e end
-    if e > now and (not undo or e == tonumber(ARGV[3+i])) then
+    if e > now and (not undo or e == tonumber(ARGV[3+n+i])) then
       c = c - amount
       if c < 0 then c = 0 end
       st[2*i-1] = c
@@ -214,7 +251,10 @@ for i = 1, n do
     end
   end
 end
-if changed then redis.call('SET', KEYS[1], encode(st), 'PX', maxEnd - now) end
+-- A capped end is stored with a change (a capped window is open, so a
+-- refund changes it; an undo that matches no tier writes nothing, as the
+-- embedded DB's).
+if changed then redis.call('SET', KEYS[1], encode(st), 'PX', maxEnd - now + slack) end
 return out
 `)
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -47,6 +48,13 @@ var ServerClock = Clock{}
 // milliseconds of f()). Use it to drive windows from a fake clock in tests,
 // or when the callers' clocks are known to agree; instances with skewed
 // clocks then disagree on window boundaries by their skew. f must not be nil.
+//
+// Redis still expires keys by its own clock, so with LocalClock a key is
+// kept one scale (its largest tier's) past its window's end by f: a clock
+// stepped back, or running behind Redis's by less than a scale, never sees
+// a key vanish while its window is open. A fake clock held still while real
+// time passes for longer than that can: the window's count then starts
+// again from zero. Advance a fake clock at least as fast as real time.
 // A reading before 1970 or from the year 10000 on makes the call return an
 // error wrapping ratedb.ErrClockOutOfRange, as in the embedded DB.
 func LocalClock(f func() time.Time) Clock {
@@ -321,8 +329,10 @@ func (sp *spec) countArgs(now, key string, hit bool, increment int64, lims []int
 }
 
 // count runs countScript for key (see countArgs). It returns whether the
-// hit was allowed, the script's now and every tier's state.
-func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64, lims []int64) (bool, int64, []tierState, error) {
+// hit was allowed, the script's now and every tier's state. pos maps the
+// tiers in the order the caller gave them to storage order (Layered.pos;
+// nil for a Window), for errors.
+func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64, lims []int64, pos []int) (bool, int64, []tierState, error) {
 	now, err := sp.s.nowArg()
 	if err != nil {
 		return false, 0, nil, err
@@ -337,6 +347,11 @@ func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64
 		if i, ok := overflowTier(err); ok {
 			if len(sp.scales) == 1 {
 				return false, 0, nil, fmt.Errorf("%w: increment %d would overflow the count", ratedb.ErrInvalidArgument, increment)
+			}
+			// i is the tier's place in storage order; name it as the
+			// caller gave it.
+			if j := slices.Index(pos, i); j >= 0 {
+				i = j
 			}
 			return false, 0, nil, fmt.Errorf("%w: increment %d would overflow tier %d's count", ratedb.ErrInvalidArgument, increment, i)
 		}
@@ -356,7 +371,7 @@ func (sp *spec) read(ctx context.Context, key string) ([]tierState, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeRead(v, len(sp.scales))
+	return decodeRead(v, sp.scales)
 }
 
 // refund runs refundScript on key's counter, once (a refund resent would
@@ -369,7 +384,10 @@ func (sp *spec) refund(ctx context.Context, key string, amount int64, ends ...in
 	if err != nil {
 		return nil, err
 	}
-	args := append(make([]any, 0, 3+len(ends)), now, min(amount, MaxCount), len(sp.scales))
+	args := append(make([]any, 0, 3+len(sp.scales)+len(ends)), now, min(amount, MaxCount), len(sp.scales))
+	for _, sc := range sp.scales {
+		args = append(args, sc)
+	}
 	for _, e := range ends {
 		args = append(args, e)
 	}

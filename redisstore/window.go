@@ -61,7 +61,7 @@ func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (r
 	if increment <= 0 {
 		return ratedb.Result{}, fmt.Errorf("%w: increment %d is not positive", ratedb.ErrInvalidArgument, increment)
 	}
-	allowed, now, ts, err := w.sp.count(ctx, key, true, increment, []int64{limit})
+	allowed, now, ts, err := w.sp.count(ctx, key, true, increment, []int64{limit}, nil)
 	if err != nil {
 		return ratedb.Result{}, err
 	}
@@ -93,7 +93,7 @@ func (w *Window) Inc(ctx context.Context, key string, increment int64) (int64, e
 	if increment > MaxCount {
 		return 0, fmt.Errorf("%w: increment %d would overflow the count", ratedb.ErrInvalidArgument, increment)
 	}
-	_, _, ts, err := w.sp.count(ctx, key, false, increment, nil)
+	_, _, ts, err := w.sp.count(ctx, key, false, increment, nil, nil)
 	if err != nil {
 		return 0, err
 	}
