@@ -69,7 +69,9 @@
 //
 // Keys may be personal data or secrets. The middleware never logs them or
 // puts them in errors; header values are keyed by their SHA-256 digest, and
-// keys longer than 256 bytes are replaced by their digest. The limiter
+// keys longer than 256 bytes are replaced by their digest ("sha256:..."; a
+// shorter key that starts with "sha256:" is digested too, so that no key can
+// pass for another's digest). The limiter
 // still stores keys, IP addresses included, in memory and in its database
 // file.
 //

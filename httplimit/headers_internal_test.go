@@ -76,12 +76,26 @@ func TestStoreKey(t *testing.T) {
 	assert.LessOrEqual(t, maxRawKey, ratedb.MaxKeyLen)
 	assert.Equal(t, d, storeKey(long))
 	assert.NotEqual(t, d, storeKey(long+"x"))
+	// A short key that looks like a digest is digested too: it cannot
+	// stand for the long key whose digest it copies.
+	assert.NotEqual(t, d, storeKey(d))
+	assert.True(t, strings.HasPrefix(storeKey(d), "sha256:"))
+	assert.Equal(t, "sha256", storeKey("sha256"), "only the prefix with its colon")
 }
 
 func TestSplitQuotedAndUnquote(t *testing.T) {
-	assert.Equal(t, []string{`a`, ` "b,c"`, ` d`}, splitQuoted(`a, "b,c", d`, ','))
-	assert.Equal(t, []string{`"a\",b"`, `c`}, splitQuoted(`"a\",b",c`, ','))
-	assert.Equal(t, []string{``}, splitQuoted(``, ','))
+	split := func(s string) []string {
+		parts, ok := splitQuoted(s, ',')
+		if !ok {
+			return nil
+		}
+		return parts
+	}
+	assert.Equal(t, []string{`a`, ` "b,c"`, ` d`}, split(`a, "b,c", d`))
+	assert.Equal(t, []string{`"a\",b"`, `c`}, split(`"a\",b",c`))
+	assert.Equal(t, []string{``}, split(``))
+	assert.Nil(t, split(`a, "b, c`), "an open quote")
+	assert.Nil(t, split(`a, "b\`), "a backslash escaping nothing")
 	assert.Equal(t, `[2001:db8::1]:80`, unquote(`"[2001:db8::1]:80"`))
 	assert.Equal(t, `a"b`, unquote(`"a\"b"`))
 	assert.Equal(t, `plain`, unquote(`plain`))

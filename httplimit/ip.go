@@ -200,15 +200,27 @@ func xffHops(lines []string) []string {
 // forwardedHops returns the for= value of every element of RFC 7239
 // Forwarded header lines, unquoted; "" for an element without one (which
 // parseHop rejects, stopping the walk).
+//
+// A line with a quoted-string left open (or ending in a backslash inside
+// one) is one "" hop as a whole: where its elements end cannot be known.
+// A client that sends `for=198.51.100.7;x="` would otherwise swallow the
+// element a proxy appends to its line (`, for=203.0.113.9`) into its quote,
+// and the walk would reach the address the client chose.
 func forwardedHops(lines []string) []string {
 	var hops []string
 	for _, line := range lines {
-		for _, elem := range splitQuoted(line, ',') {
+		elems, ok := splitQuoted(line, ',')
+		if !ok {
+			hops = append(hops, "")
+			continue
+		}
+		for _, elem := range elems {
 			if strings.TrimSpace(elem) == "" {
 				continue
 			}
 			hop := ""
-			for _, pair := range splitQuoted(elem, ';') {
+			pairs, _ := splitQuoted(elem, ';') // balanced: the line was
+			for _, pair := range pairs {
 				name, value, ok := strings.Cut(pair, "=")
 				if ok && strings.EqualFold(strings.TrimSpace(name), "for") {
 					hop = unquote(strings.TrimSpace(value))
@@ -221,14 +233,17 @@ func forwardedHops(lines []string) []string {
 	return hops
 }
 
-// splitQuoted splits s at every sep outside a quoted-string.
-func splitQuoted(s string, sep byte) []string {
-	var parts []string
+// splitQuoted splits s at every sep outside a quoted-string. ok is false if
+// s ends inside a quoted-string (an unterminated quote, or a backslash
+// escaping nothing).
+func splitQuoted(s string, sep byte) (parts []string, ok bool) {
 	start, quoted := 0, false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case quoted && c == '\\':
-			i++ // skip the escaped character
+			if i++; i == len(s) {
+				return nil, false // the backslash escapes nothing
+			}
 		case c == '"':
 			quoted = !quoted
 		case !quoted && c == sep:
@@ -236,7 +251,10 @@ func splitQuoted(s string, sep byte) []string {
 			start = i + 1
 		}
 	}
-	return append(parts, s[start:])
+	if quoted {
+		return nil, false
+	}
+	return append(parts, s[start:]), true
 }
 
 // unquote returns the content of an RFC 7230 quoted-string, or s itself if

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // A KeyFunc returns the rate-limit key of a request: requests with the same
@@ -144,16 +145,22 @@ func appendComponent(b []byte, k string) []byte {
 // take much memory.
 const maxRawKey = 256
 
-// storeKey returns the key passed to the limiter for key.
+// storeKey returns the key passed to the limiter for key: key itself, or
+// its digest if it is longer than maxRawKey or starts with the digests'
+// "sha256:" (so that a client that controls a key cannot send the digest of
+// another, longer key as its own and share that key's quota).
 func storeKey(key string) string {
-	if len(key) <= maxRawKey {
+	if len(key) <= maxRawKey && !strings.HasPrefix(key, digestPrefix) {
 		return key
 	}
 	return digest(key)
 }
 
+// digestPrefix starts every digest.
+const digestPrefix = "sha256:"
+
 // digest returns "sha256:" and the unpadded base64url SHA-256 digest of s.
 func digest(s string) string {
 	sum := sha256.Sum256([]byte(s))
-	return "sha256:" + base64.RawURLEncoding.EncodeToString(sum[:])
+	return digestPrefix + base64.RawURLEncoding.EncodeToString(sum[:])
 }

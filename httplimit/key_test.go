@@ -145,6 +145,16 @@ func TestTrustedProxies(t *testing.T) {
 			[]string{"Forwarded", `for=192.0.2.60, proto=https`}, "10.0.0.1"},
 		{"Forwarded over several lines", []string{"Forwarded"}, "10.0.0.1:1",
 			[]string{"Forwarded", `for=1.1.1.1`, "Forwarded", `for=192.0.2.60`}, "192.0.2.60"},
+		// A client's open quote must not swallow the element a proxy
+		// appends to its line: the line is unreadable, the walk stops.
+		{"Forwarded open quote swallows nothing", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=198.51.100.7;x=", for=203.0.113.9`}, "10.0.0.1"},
+		{"Forwarded trailing backslash in a quote", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=198.51.100.7;x="\`}, "10.0.0.1"},
+		{"Forwarded open quote on another line", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=198.51.100.7;x="`, "Forwarded", `for=203.0.113.9`}, "203.0.113.9"},
+		{"Forwarded open quote behind a trusted hop", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=198.51.100.7;x="`, "Forwarded", `for=10.0.0.2`}, "10.0.0.2"},
 
 		{"X-Real-IP", []string{"X-Real-IP"}, "10.0.0.1:1", []string{"X-Real-IP", "198.51.100.7"}, "198.51.100.7"},
 		{"X-Real-IP last line", []string{"X-Real-IP"}, "10.0.0.1:1",
