@@ -3,6 +3,7 @@ package ratedb_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -140,4 +141,33 @@ func TestBacklogSnapshotTrigger(t *testing.T) {
 func TestBacklogOptionInvalid(t *testing.T) {
 	_, err := ratedb.Open(tempPath(t), &ratedb.Options{MaxSnapshotBacklog: -1})
 	require.ErrorIs(t, err, ratedb.ErrInvalidArgument)
+}
+
+// TestBacklogWithoutBound checks that math.MaxInt64, "no bound", is a
+// backlog that never makes a call wait (MaxHotKeys + MaxSnapshotBacklog
+// saturates instead of overflowing to a bound no memory is under).
+func TestBacklogWithoutBound(t *testing.T) {
+	db := openDB(t, tempPath(t), floodOptions(newClock(), 4, math.MaxInt64))
+	w, err := db.Window(ratedb.FixedWindow, time.Minute)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		for i := range 100 {
+			if _, err := w.Hit(ctx, fmt.Sprint("k", i), 1, 1); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second): // a guard against a hang, not a wait for background work
+		t.Fatal("hits on new keys hang with MaxSnapshotBacklog math.MaxInt64")
+	}
+	st := db.Stats()
+	assert.Zero(t, st.BacklogWaits)
+	assert.Equal(t, int64(100), st.WindowsInMemory)
+	require.NoError(t, db.Close())
 }

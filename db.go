@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,7 +100,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		clock:    o.Clock,
 		specs:    make(map[string]*spec),
 		stop:     make(chan struct{}),
-		memLimit: o.MaxHotKeys + o.MaxSnapshotBacklog,
+		memLimit: o.MaxHotKeys + min(o.MaxSnapshotBacklog, math.MaxInt64-o.MaxHotKeys), // saturated: MaxInt64 is "no bound"
 	}
 	db.fast.Store(newFastTable(fastInitWindows, o.MaxHotKeys))
 	for i := range db.shards {

@@ -66,8 +66,8 @@ type Options struct {
 	// hits on new keys are served at the rate the file takes new windows,
 	// and one such hit in about every MaxSnapshotBacklog waits for a whole
 	// snapshot (see Stats.BacklogWaits and Stats.SnapshotBacklog). Default
-	// 1<<18 (262,144). Negative is invalid. Ignored in memory-only mode,
-	// where every window stays in memory.
+	// 1<<18 (262,144). Negative is invalid; math.MaxInt64 means no bound.
+	// Ignored in memory-only mode, where every window stays in memory.
 	MaxSnapshotBacklog int64
 
 	// Clock is the time source, called once per operation. Default: the
