@@ -91,8 +91,11 @@ type Options struct {
 	// counts. New fails if Undo is set and the Rater is not an Undoer.
 	//
 	// With Undo set, the handler gets a ResponseWriter that records the
-	// status; it has the Flush and Unwrap methods (http.ResponseController
-	// reaches the others through Unwrap).
+	// status; it has the Flush, FlushError, Hijack and Unwrap methods
+	// (http.ResponseController reaches the others through Unwrap). A
+	// handler that hijacks the connection (a WebSocket upgrade) is reported
+	// as 101, so a status < 400 rule gives upgrades back; test for 101 to
+	// keep counting them.
 	Undo func(r *http.Request, status int) bool
 }
 

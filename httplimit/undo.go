@@ -1,7 +1,9 @@
 package httplimit
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"net/http"
 
 	"github.com/ratedb/ratedb"
@@ -49,7 +51,8 @@ func (m *Middleware) serveUndoable(next http.Handler, w http.ResponseWriter, r *
 
 // statusWriter records the status of the response written through it: the
 // first final status (1xx informational responses other than 101 are not
-// final), or 200 at the first Write or Flush.
+// final), or 200 at the first Write or Flush, or 101 when the handler
+// hijacks the connection.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
@@ -76,6 +79,27 @@ func (w *statusWriter) Flush() {
 		w.status = http.StatusOK
 	}
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// FlushError is Flush with the underlying writer's error, which
+// http.ResponseController.Flush returns (http.ErrNotSupported included).
+func (w *statusWriter) FlushError() error {
+	err := http.NewResponseController(w.ResponseWriter).Flush()
+	if err == nil && w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return err
+}
+
+// Hijack takes the connection over (a WebSocket upgrade): the response is
+// then the handler's own, and it is recorded as 101 (Switching Protocols)
+// unless a status was written before.
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	return c, rw, err
 }
 
 // Unwrap returns the underlying writer, for http.ResponseController.

@@ -1,8 +1,10 @@
 package httplimit_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -185,4 +187,76 @@ type hitOnly struct{}
 
 func (hitOnly) Hit(context.Context, string, int64) (ratedb.Result, error) {
 	return ratedb.Result{Allowed: true}, nil
+}
+
+// noFlushWriter is a ResponseWriter that cannot flush (nor hijack).
+type noFlushWriter struct {
+	h      http.Header
+	status int
+}
+
+func (w *noFlushWriter) Header() http.Header { return w.h }
+func (w *noFlushWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *noFlushWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(b), nil
+}
+
+// Through the recording writer, a flush the connection cannot do still
+// reports http.ErrNotSupported (and records no status), and a hijacked
+// connection, whichever way the handler takes it, is reported as 101.
+func TestUndoFlushErrorsAndHijacks(t *testing.T) {
+	clock := newClock(t0)
+	db := openDB(t, clock)
+	statuses := make(chan int, 4)
+	m, err := httplimit.New(httplimit.Window(fixedMinute(t, db), 10), &httplimit.Options{
+		Clock: clock.Now,
+		Undo:  func(_ *http.Request, status int) bool { statuses <- status; return false },
+	})
+	require.NoError(t, err)
+
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		assert.ErrorIs(t, http.NewResponseController(w).Flush(), http.ErrNotSupported)
+		w.WriteHeader(http.StatusBadGateway)
+	}))
+	w := &noFlushWriter{h: http.Header{}}
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "192.0.2.1:1"
+	h.ServeHTTP(w, r)
+	assert.Equal(t, http.StatusBadGateway, <-statuses, "the failed flush sent nothing")
+
+	for name, hijack := range map[string]func(http.ResponseWriter) (net.Conn, *bufio.ReadWriter, error){
+		"ResponseController": func(w http.ResponseWriter) (net.Conn, *bufio.ReadWriter, error) {
+			return http.NewResponseController(w).Hijack()
+		},
+		"http.Hijacker": func(w http.ResponseWriter) (net.Conn, *bufio.ReadWriter, error) {
+			return w.(http.Hijacker).Hijack()
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				c, rw, err := hijack(w)
+				if !assert.NoError(t, err) {
+					return
+				}
+				defer c.Close()
+				_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+				_ = rw.Flush()
+			})))
+			defer srv.Close()
+			c, err := net.Dial("tcp", srv.Listener.Addr().String())
+			require.NoError(t, err)
+			defer c.Close()
+			_, err = c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"))
+			require.NoError(t, err)
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+			assert.Equal(t, http.StatusSwitchingProtocols, <-statuses)
+		})
+	}
 }
