@@ -14,7 +14,13 @@ func setHeaders(h http.Header, res *ratedb.Result, now time.Time, legacy bool) {
 	remaining := formatInt(res.Remaining)
 	h.Set("RateLimit-Limit", limit)
 	h.Set("RateLimit-Remaining", remaining)
-	h.Set("RateLimit-Reset", formatInt(resetSeconds(res.ResetAt, now)))
+	reset := resetSeconds(res.ResetAt, now)
+	if !res.Allowed && res.RetryAfter > 0 {
+		// The limiter's own measure, so that RateLimit-Reset and
+		// Retry-After agree whatever the two clocks read.
+		reset = retryAfterSeconds(res.RetryAfter)
+	}
+	h.Set("RateLimit-Reset", formatInt(reset))
 	if p := policy(res); p != "" {
 		h.Set("RateLimit-Policy", p)
 	}

@@ -70,9 +70,12 @@ type Options struct {
 	// the older convention. Default false.
 	LegacyHeaders bool
 
-	// Clock is the time source for RateLimit-Reset. Default time.Now. If the
-	// limiter's DB has an injected clock (ratedb.Options.Clock), pass the
-	// same one.
+	// Clock is the time source for RateLimit-Reset of allowed requests (a
+	// denial's comes from the limiter's RetryAfter, as Retry-After does).
+	// Default: the wall time at New plus Go's monotonic time since, as the
+	// DB's default clock reads, so that a step of the wall clock changes
+	// neither. If the limiter's DB has an injected clock
+	// (ratedb.Options.Clock), pass the same one.
 	Clock func() time.Time
 
 	// Undo reports, once the handler has returned, whether an allowed
@@ -168,7 +171,7 @@ func New(r Rater, opts *Options) (*Middleware, error) {
 		m.onUnavailable = statusHandler(http.StatusServiceUnavailable)
 	}
 	if m.clock == nil {
-		m.clock = time.Now
+		m.clock = steadyClock()
 	}
 	return m, nil
 }
@@ -270,4 +273,12 @@ func (m *Middleware) decide(r *http.Request) (string, int64, ratedb.Result, erro
 	key = storeKey(key)
 	res, err := m.rater.Hit(r.Context(), key, cost)
 	return key, cost, res, err
+}
+
+// steadyClock returns a clock that reads the wall time now plus Go's
+// monotonic time since: it follows no step of the wall clock, as the DB's
+// default clock does not.
+func steadyClock() func() time.Time {
+	start := time.Now()
+	return func() time.Time { return start.Add(time.Since(start)) }
 }

@@ -109,6 +109,24 @@ func TestResetNeverZeroWhenMiddlewareClockIsAhead(t *testing.T) {
 	assert.Equal(t, "1", rec.Header().Get("RateLimit-Reset"))
 }
 
+// A denial's RateLimit-Reset is the limiter's RetryAfter, as Retry-After
+// is: the two agree even when the middleware's clock and the DB's disagree
+// (here by an hour, as after a step of the wall clock that the DB's
+// default clock does not follow).
+func TestDenialResetAgreesWithRetryAfter(t *testing.T) {
+	clock := newClock(t0)
+	db := openDB(t, clock)
+	behind := func() time.Time { return clock.Now().Add(-time.Hour) }
+	m, err := httplimit.New(httplimit.Window(fixedMinute(t, db), 1), &httplimit.Options{Clock: behind})
+	require.NoError(t, err)
+	h := m.Handler(&counting{})
+	require.Equal(t, http.StatusOK, do(h, "/", "192.0.2.1:1").Code)
+	rec := do(h, "/", "192.0.2.1:1")
+	require.Equal(t, http.StatusTooManyRequests, rec.Code)
+	assert.Equal(t, "40", rec.Header().Get("Retry-After"))
+	assert.Equal(t, "40", rec.Header().Get("RateLimit-Reset"))
+}
+
 func TestLegacyHeaders(t *testing.T) {
 	clock := newClock(t0)
 	db := openDB(t, clock)
