@@ -25,6 +25,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/ratedb/ratedb/internal/record"
@@ -53,6 +55,9 @@ var (
 	ErrFormat = errors.New("not a ratedb file of a known format")
 	// ErrInUse: Read timed out waiting for the file's lock.
 	ErrInUse = errors.New("the file's lock is held")
+	// ErrDamaged: Read met a page bbolt cannot read (it panics on a
+	// damaged page, and faults on a file shorter than its meta page says).
+	ErrDamaged = errors.New("the file is damaged")
 )
 
 // NewSecret returns a new random secret.
@@ -149,8 +154,23 @@ func ForEach(tx *bolt.Tx, vis Visitor) error {
 }
 
 // Read opens the file at path read-only, waiting up to timeout for its lock
-// (ErrInUse after that), and calls ForEach in one read transaction.
-func Read(path string, timeout time.Duration, vis Visitor) error {
+// (ErrInUse after that), and calls ForEach in one read transaction. A path
+// that is not a regular file is ErrFormat (a named pipe would block the
+// open); a page bbolt panics or faults on is ErrDamaged, not a crash.
+func Read(path string, timeout time.Duration, vis Visitor) (err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: not a regular file", ErrFormat)
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: reading it failed: %v", ErrDamaged, r)
+		}
+	}()
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return ErrInUse

@@ -24,8 +24,17 @@ type CompactResult struct {
 // syncs it and renames it over the old one. It refuses with ErrInUse while a
 // ratedb process holds the file, and holds the file's lock until the new
 // file is in place.
+//
+// The new file takes the old one's permissions and owner (compacting as
+// root a file the service owns leaves the service able to open it; Compact
+// fails, changing nothing, if it cannot give the owner back), and a path
+// that is a symbolic link compacts the file it points to, leaving the link.
 func Compact(path string) (CompactResult, error) {
 	var res CompactResult
+	path, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return res, err
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return res, err
@@ -56,8 +65,13 @@ func Compact(path string) (CompactResult, error) {
 	defer src.Close()
 	tmp := path + ".compact"
 	_ = os.Remove(tmp)
-	dst, err := bolt.Open(tmp, 0o600, nil)
+	dst, err := bolt.Open(tmp, st.Mode().Perm(), nil)
 	if err != nil {
+		return res, err
+	}
+	if err := sameOwnerAndMode(tmp, st); err != nil {
+		dst.Close()
+		os.Remove(tmp)
 		return res, err
 	}
 	if err := bolt.Compact(dst, src, 1<<20); err != nil {
@@ -86,4 +100,30 @@ func Compact(path string) (CompactResult, error) {
 		res.After = st.Size()
 	}
 	return res, nil
+}
+
+// sameOwnerAndMode gives the file at path the permissions and the owner of
+// the file old describes.
+func sameOwnerAndMode(path string, old os.FileInfo) error {
+	if err := os.Chmod(path, old.Mode().Perm()); err != nil {
+		return err
+	}
+	uid, gid, ok := owner(old)
+	if !ok {
+		return nil
+	}
+	if nu, ng, _ := owner(mustStat(path)); nu == uid && ng == gid {
+		return nil
+	}
+	if err := os.Lchown(path, uid, gid); err != nil {
+		return fmt.Errorf("giving the compacted file the owner of the original (uid %d, gid %d): %w; run compact as that user or as root", uid, gid, err)
+	}
+	return nil
+}
+
+// mustStat returns the FileInfo of path, nil if it cannot be read (owner
+// then reports no owner).
+func mustStat(path string) os.FileInfo {
+	fi, _ := os.Stat(path)
+	return fi
 }

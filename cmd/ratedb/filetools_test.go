@@ -1,0 +1,128 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stateFile writes a state file of n live one-hour windows at path with
+// the library, as a stopped service leaves it, and returns its size.
+func stateFile(t *testing.T, path string, n int) int64 {
+	t.Helper()
+	db, err := ratedb.Open(path, &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	w, err := db.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	for i := range n {
+		_, err := w.Hit(context.Background(), fmt.Sprintf("client-%06d", i), 100, 1)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	return fi.Size()
+}
+
+// runToolWithin is runTool that fails the test if the tool runs longer
+// than d (a hang).
+func runToolWithin(t *testing.T, d time.Duration, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	out, err := cmd.Output()
+	require.NoError(t, ctx.Err(), "ratedb %v did not finish within %v", args, d)
+	code := 0
+	stderr := ""
+	if ee, ok := err.(*exec.ExitError); ok {
+		code, stderr = ee.ExitCode(), string(ee.Stderr)
+	} else {
+		require.NoError(t, err)
+	}
+	return string(out), stderr, code
+}
+
+// inspect reports a damaged or truncated file, and a path that is not a
+// file, as an error: never a crash (Go's exit code 2 with a stack trace),
+// never a hang.
+func TestInspectDamagedFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.db")
+	stateFile(t, good, 20_000)
+	data, err := os.ReadFile(good)
+	require.NoError(t, err)
+
+	out, stderr, code := runTool(t, "inspect", good)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "summary: 20000 records")
+
+	// Every page but the two meta pages overwritten: bbolt panics on the
+	// first it reads.
+	damaged := filepath.Join(dir, "damaged.db")
+	d := append([]byte(nil), data...)
+	for i := 2 * 4096; i < len(d); i++ {
+		d[i] = 0xff
+	}
+	require.NoError(t, os.WriteFile(damaged, d, 0o600))
+	// Only the meta pages left: bbolt's reads of the others fault.
+	truncated := filepath.Join(dir, "truncated.db")
+	require.NoError(t, os.WriteFile(truncated, data[:2*4096], 0o600))
+	fifo := filepath.Join(dir, "fifo.db")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+
+	for path, want := range map[string]string{damaged: "damaged", truncated: "", fifo: "not a regular file"} {
+		_, stderr, code := runToolWithin(t, 30*time.Second, "inspect", path)
+		assert.Equal(t, 1, code, "%s: %s", filepath.Base(path), stderr)
+		assert.NotContains(t, stderr, "goroutine", "%s: a crash", filepath.Base(path))
+		assert.Contains(t, stderr, want, filepath.Base(path))
+	}
+}
+
+// compact gives the new file the old one's permissions and owner, and
+// compacts the file a symbolic link points to, leaving the link.
+func TestCompactKeepsOwnerModeAndLinks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	real := filepath.Join(dir, "data", "state.db")
+	require.NoError(t, os.MkdirAll(filepath.Dir(real), 0o755))
+	stateFile(t, real, 2_000)
+	require.NoError(t, os.Chmod(real, 0o640))
+	asRoot := os.Getuid() == 0
+	if asRoot {
+		// The service's own user, as a root operator compacts its file.
+		require.NoError(t, os.Chown(real, 65534, 65534))
+	}
+	link := filepath.Join(dir, "state.db")
+	require.NoError(t, os.Symlink(real, link))
+
+	out, stderr, code := runTool(t, "compact", link)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "compacted")
+
+	li, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.NotZero(t, li.Mode()&os.ModeSymlink, "the link is still a link")
+	fi, err := os.Stat(real)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm())
+	if asRoot {
+		st := fi.Sys().(*syscall.Stat_t)
+		assert.Equal(t, []uint32{65534, 65534}, []uint32{st.Uid, st.Gid}, "the owner is kept")
+	}
+	_, err = os.Stat(real + ".compact")
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	out, stderr, code = runTool(t, "inspect", link)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "summary: 2000 records", "every window kept")
+}
