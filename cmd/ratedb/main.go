@@ -145,20 +145,26 @@ func runServe(args []string, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "ratedb serve: second signal: exiting at once")
 		os.Exit(1)
 	}()
-	if c.Envoy.Config != "" {
-		// SIGHUP reloads the Envoy config (without --envoy-config it keeps
-		// its default: terminate).
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		reload := make(chan struct{}, 1)
-		go func() {
-			for range hup {
-				select {
-				case reload <- struct{}{}:
-				default:
-				}
+	// SIGHUP reloads the Envoy config. Without --envoy-config there is
+	// nothing to reload, and it is ignored: its default action would end
+	// the process without the final snapshot (a reload sent to every
+	// instance must not lose counts on some).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	reload := make(chan struct{}, 1)
+	go func() {
+		for range hup {
+			if c.Envoy.Config == "" {
+				fmt.Fprintln(stderr, "ratedb serve: SIGHUP: nothing to reload (no --envoy-config); ignored")
+				continue
 			}
-		}()
+			select {
+			case reload <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	if c.Envoy.Config != "" {
 		c.Envoy.Reload = reload
 	}
 	return serve.Run(c, stderr, stop)

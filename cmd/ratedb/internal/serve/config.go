@@ -43,6 +43,10 @@ type Config struct {
 	Envoy EnvoyConfig
 }
 
+// minSnapshotPeriod is the shortest --snapshot-period (shorter would make
+// an idle server spin).
+const minSnapshotPeriod = time.Millisecond
+
 // validate reports every problem of c at once.
 func (c *Config) validate() error {
 	var p []string
@@ -64,8 +68,11 @@ func (c *Config) validate() error {
 	if c.Redis != "" && c.RedisTimeout <= 0 {
 		p = append(p, "--redis-timeout must be positive")
 	}
-	if c.SnapshotPeriod <= 0 {
-		p = append(p, "--snapshot-period must be positive")
+	if c.SnapshotPeriod < minSnapshotPeriod {
+		p = append(p, fmt.Sprintf("--snapshot-period must be at least %v", minSnapshotPeriod))
+	}
+	if c.ShutdownTimeout <= 0 {
+		p = append(p, "--shutdown-timeout must be positive")
 	}
 	p = c.Envoy.validate(p)
 	if len(p) > 0 {

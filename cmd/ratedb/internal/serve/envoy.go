@@ -28,6 +28,10 @@ type EnvoyConfig struct {
 	Reload <-chan struct{}
 }
 
+// minEnvoyPoll is the shortest --envoy-config-poll but 0 (shorter would
+// make the server spin reading the files).
+const minEnvoyPoll = 10 * time.Millisecond
+
 // validate appends the problems of e to p.
 func (e *EnvoyConfig) validate(p []string) []string {
 	if e.GRPC == "" {
@@ -38,8 +42,8 @@ func (e *EnvoyConfig) validate(p []string) []string {
 			p = append(p, "--grpc-tls-* need --grpc")
 		}
 	}
-	if e.Poll < 0 {
-		p = append(p, "--envoy-config-poll must not be negative")
+	if e.Poll < 0 || (e.Poll > 0 && e.Poll < minEnvoyPoll) {
+		p = append(p, fmt.Sprintf("--envoy-config-poll must be 0 (only on SIGHUP) or at least %v", minEnvoyPoll))
 	}
 	return p
 }

@@ -1,0 +1,53 @@
+package main_test
+
+import (
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Without --envoy-config, SIGHUP (a reload sent to every instance) is
+// logged and ignored: it does not end the service without its final
+// snapshot, as the signal's default action would.
+func TestSIGHUPWithoutEnvoyConfigKeepsServing(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "s.db")
+	args := append(longWindow, "--default-limit", "10", "--snapshot-period", "1h")
+	s := start(t, db, args...)
+	for range 3 {
+		s.check("c", "/r")
+	}
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGHUP))
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.stderr.String(), "SIGHUP: nothing to reload") {
+		require.True(t, time.Now().Before(deadline), "no log of the SIGHUP:\n%s", s.stderr)
+		time.Sleep(10 * time.Millisecond) // polling another process's log
+	}
+	assert.Equal(t, int64(6), s.check("c", "/r").Remain, "still serving, counts kept")
+	require.Equal(t, 0, s.stop(syscall.SIGTERM))
+
+	s = start(t, db, args...)
+	assert.Equal(t, int64(5), s.check("c", "/r").Remain, "the final snapshot kept every hit")
+}
+
+// Durations that would make the service spin, or skip its graceful
+// shutdown, are refused with a clear message.
+func TestNonsenseDurationsRefused(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "s.db")
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--snapshot-period", "1ns", "--snapshot-period must be at least 1ms"},
+		{"--shutdown-timeout", "-1h", "--shutdown-timeout must be positive"},
+		{"--shutdown-timeout", "0s", "--shutdown-timeout must be positive"},
+		{"--envoy-config-poll", "1ns", "--envoy-config-poll must be 0 (only on SIGHUP) or at least 10ms"},
+	} {
+		_, stderr, code := runTool(t, "serve", "--db", db, "--http", "127.0.0.1:0", tc.flag, tc.value)
+		assert.Equal(t, 1, code, "%s %s", tc.flag, tc.value)
+		assert.Contains(t, stderr, tc.want, "%s %s", tc.flag, tc.value)
+	}
+}
