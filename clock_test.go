@@ -127,6 +127,32 @@ func TestClockForwardGlitch(t *testing.T) {
 	}
 }
 
+// A janitor pass that reads a glitched (ahead) time counts as a glitched
+// call for every window it removes (the README's clock table): such a key
+// starts a fresh window once the clock corrects, where a key the pass left
+// alone keeps its count.
+func TestClockForwardGlitchOfTheJanitor(t *testing.T) {
+	for _, alg := range clockAlgs {
+		t.Run(alg.String(), func(t *testing.T) {
+			cc := newClockCase(t, alg)
+			a := cc.hit("a")
+			require.True(t, a.Allowed)
+			require.NoError(t, cc.db.Snapshot())
+			correct := cc.c.Now()
+			cc.c.Advance(24 * time.Hour) // the janitor's reading is a day ahead
+			removed, err := cc.db.Clean()
+			require.NoError(t, err)
+			assert.Equal(t, 1, removed, "the glitched pass removed a's window")
+			cc.c.Set(correct.Add(time.Millisecond))
+			require.True(t, cc.hit("a").Allowed, "a starts a fresh window, as after a glitched call")
+			assert.False(t, cc.hit("a").Allowed, "and counts in it")
+			b := cc.hit("b")
+			require.True(t, b.Allowed)
+			assert.False(t, cc.hit("b").Allowed, "a key the pass did not remove is unaffected")
+		})
+	}
+}
+
 // Layered limiters follow the same model, tier by tier.
 func TestClockLayeredStepBack(t *testing.T) {
 	c := newClock()

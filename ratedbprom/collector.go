@@ -66,10 +66,20 @@ var metrics = []metric{
 }
 
 // NewCollector returns a collector of db's Stats. Register it once per DB.
+// To register collectors of several DBs in one registry, give each
+// constant labels that tell them apart (NewCollectorWithLabels).
 func NewCollector(db *ratedb.DB) *Collector {
+	return NewCollectorWithLabels(db, nil)
+}
+
+// NewCollectorWithLabels is NewCollector with constant labels on every
+// metric, for example prometheus.Labels{"db": "sessions"}: collectors of
+// several DBs can then share a registry (without them, the second
+// registration fails as a duplicate).
+func NewCollectorWithLabels(db *ratedb.DB, labels prometheus.Labels) *Collector {
 	c := &Collector{db: db}
 	for _, m := range metrics {
-		c.descs = append(c.descs, prometheus.NewDesc(m.name, m.help, nil, nil))
+		c.descs = append(c.descs, prometheus.NewDesc(m.name, m.help, nil, labels))
 	}
 	return c
 }

@@ -65,3 +65,47 @@ func ExampleNewCollector() {
 	fmt.Println(n)
 	// Output: 1
 }
+
+// Collectors of two DBs share one registry when constant labels tell them
+// apart; each reports its own DB.
+func TestCollectorsOfTwoDBs(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	for name, hits := range map[string]int{"sessions": 2, "logins": 5} {
+		db, err := ratedb.Open("", nil)
+		require.NoError(t, err)
+		defer db.Close()
+		w, err := db.Window(ratedb.FixedWindow, time.Minute)
+		require.NoError(t, err)
+		for range hits {
+			_, err := w.Hit(context.Background(), "k", 100, 1)
+			require.NoError(t, err)
+		}
+		require.NoError(t, reg.Register(ratedbprom.NewCollectorWithLabels(db, prometheus.Labels{"db": name})))
+	}
+	require.Error(t, reg.Register(ratedbprom.NewCollector(nil)), "an unlabelled third collides with neither, but is inconsistent")
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP ratedb_hits_allowed_total Hits the DB allowed (every limiter of the DB).
+# TYPE ratedb_hits_allowed_total counter
+ratedb_hits_allowed_total{db="logins"} 5
+ratedb_hits_allowed_total{db="sessions"} 2
+`), "ratedb_hits_allowed_total"))
+}
+
+func ExampleNewCollectorWithLabels() {
+	sessions, err := ratedb.Open("", nil)
+	if err != nil {
+		panic(err)
+	}
+	defer sessions.Close()
+	logins, err := ratedb.Open("", nil)
+	if err != nil {
+		panic(err)
+	}
+	defer logins.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(ratedbprom.NewCollectorWithLabels(sessions, prometheus.Labels{"db": "sessions"}))
+	reg.MustRegister(ratedbprom.NewCollectorWithLabels(logins, prometheus.Labels{"db": "logins"}))
+	n, _ := testutil.GatherAndCount(reg, "ratedb_windows_in_memory")
+	fmt.Println(n)
+	// Output: 2
+}
