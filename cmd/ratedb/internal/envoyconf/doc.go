@@ -34,6 +34,45 @@
 // key + "_" + value, so key "a_b" with value "c" and key "a" with value "b_c"
 // are the same entry (and a duplicate if both are declared).
 //
+// # Config directory
+//
+// Given a directory, Load reads the files envoyproxy/ratelimit reads from
+// $RUNTIME_ROOT/$RUNTIME_SUBDIRECTORY/config through lyft/goruntime's loader
+// (with its default RUNTIME_IGNOREDOTFILES=false): every file below the
+// directory, in subdirectories too, whatever its name or extension, hidden
+// files and hidden directories included. A symlink to a file is read; a
+// symlink to a directory is not followed. Files are parsed with the same YAML
+// parser, gopkg.in/yaml.v2, so a repeated key keeps its last value and an
+// unquoted date is its text. They load in lexical walk order, each named by
+// its slash-separated path below the directory (envoyproxy/ratelimit joins
+// the path with "." and loads in map order, which changes only the file a
+// duplicate domain is reported against).
+//
+// # Caveats
+//
+// Where envoyproxy/ratelimit (at the pinned version) behaves otherwise:
+//
+//   - A file that cannot be read (a dangling symlink, no permission, a fifo
+//     or another non-regular file) fails the load. goruntime logs it and
+//     goes on without it, which leaves its domain unlimited (a fifo blocks
+//     it).
+//   - A directory without any file is ErrNoFiles; envoyproxy/ratelimit
+//     starts with no domain and reports itself unhealthy.
+//   - There is no RUNTIME_IGNOREDOTFILES: hidden files always load, as they
+//     do there by default. A Kubernetes ConfigMap volume, whose files appear
+//     both as symlinks and inside a hidden "..<timestamp>" directory, so
+//     fails with a duplicate domain, as it does there unless
+//     RUNTIME_IGNOREDOTFILES=true.
+//   - With RUNTIME_WATCH_ROOT=true (the default) envoyproxy/ratelimit walks
+//     $RUNTIME_ROOT/$RUNTIME_SUBDIRECTORY and also loads the files beside
+//     config/ whose path there starts with "config." (config.yaml,
+//     config.d/...); Load reads only below the path it is given.
+//   - The path given to Load may itself be a symlink to a directory
+//     (goruntime does not descend into one).
+//   - There is no MERGE_DOMAIN_CONFIG: a domain declared in two files is an
+//     error, as it is there by default.
+//   - A file is at most 16 MiB.
+//
 // # Units
 //
 // second, minute, hour, day and week are fixed windows aligned to the Unix

@@ -8,6 +8,6 @@ import "errors"
 // an invalid unit, or an invalid replaces entry. Use errors.Is.
 var ErrInvalidConfig = errors.New("envoyconf: invalid config")
 
-// ErrNoFiles is returned by Load when a directory holds no *.yaml or *.yml
-// file.
+// ErrNoFiles is returned by Load when a directory holds no file, in none
+// of its subdirectories.
 var ErrNoFiles = errors.New("envoyconf: no config files")

@@ -3,18 +3,34 @@ package envoyconf
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 )
 
-// Load reads path, a single config file or a directory whose *.yaml and
-// *.yml files (not its subdirectories) are loaded in name order, and parses
-// it with Parse. An unreadable path is returned as the os error; an invalid
-// file wraps ErrInvalidConfig.
-func Load(path string) (*Config, error) {
-	files, err := readFiles(path)
+// Load reads path, a single config file or a directory, and parses it with
+// Parse. A directory loads the files envoyproxy/ratelimit loads from it (see
+// "Config directory" in the package doc): every file below it, in
+// subdirectories too, whatever its name, hidden ones included, in
+// filepath.WalkDir's lexical order, each named by its slash-separated path
+// relative to the directory. An unreadable path or file is returned as the
+// os error; an invalid file wraps ErrInvalidConfig.
+func Load(path string) (*Config, error) { return LoadWith(path, LoadOptions{}) }
+
+// LoadOptions change which files of a directory Load reads.
+type LoadOptions struct {
+	// IgnoreDotFiles skips files and directories whose names start with a
+	// dot, as envoyproxy/ratelimit does with RUNTIME_IGNOREDOTFILES=true
+	// (usual with a Kubernetes ConfigMap volume, whose "..data" and
+	// "..2024_..." entries hold a second copy of every file). Default
+	// false, as upstream's.
+	IgnoreDotFiles bool
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, o LoadOptions) (*Config, error) {
+	files, err := readFiles(path, o)
 	if err != nil {
 		return nil, err
 	}
@@ -24,68 +40,115 @@ func Load(path string) (*Config, error) {
 // Stamp summarises the files under path (names, sizes, modification times)
 // so that a poller can tell when to reload: two equal stamps mean nothing
 // visible changed. It returns "" when path cannot be read.
-func Stamp(path string) string {
-	names, err := configPaths(path)
+func Stamp(path string) string { return StampWith(path, LoadOptions{}) }
+
+// StampWith is Stamp of the files LoadWith(path, o) reads.
+func StampWith(path string, o LoadOptions) string {
+	files, err := configPaths(path, o)
 	if err != nil {
 		return ""
 	}
 	var b strings.Builder
-	for _, n := range names {
-		fi, err := os.Stat(n)
+	for _, f := range files {
+		fi, err := os.Stat(f.path)
 		if err != nil {
 			return ""
 		}
-		fmt.Fprintf(&b, "%s\x00%d\x00%d\x00", n, fi.Size(), fi.ModTime().UnixNano())
+		fmt.Fprintf(&b, "%s\x00%d\x00%d\x00", f.path, fi.Size(), fi.ModTime().UnixNano())
 	}
 	return b.String()
 }
 
-func configPaths(path string) ([]string, error) {
+// configFile is one file to load: where to read it and its name in errors
+// and in Config.Files.
+type configFile struct {
+	path, name string
+}
+
+// configPaths lists the files Load reads from path. Like goruntime's loader
+// (filepath.Walk), it descends into subdirectories, hidden ones included,
+// reads a symlink to a file and does not follow a symlink to a directory.
+// Where goruntime logs a file it cannot read and goes on without it (so its
+// domain would be unlimited), configPaths fails.
+func configPaths(path string, o LoadOptions) ([]configFile, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	if !fi.IsDir() {
-		return []string{path}, nil
+		return []configFile{{path: path, name: filepath.Base(path)}}, nil
 	}
-	entries, err := os.ReadDir(path)
+	// Resolve path, so that a symlink to the directory is walked (WalkDir
+	// does not descend into one) and swapping it changes Stamp.
+	root, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, e := range entries {
-		ext := filepath.Ext(e.Name())
-		if e.Type().IsRegular() || e.Type()&os.ModeSymlink != 0 {
-			if ext == ".yaml" || ext == ".yml" {
-				names = append(names, filepath.Join(path, e.Name()))
+	var files []configFile
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if o.IgnoreDotFiles && p != root && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			fi, err := os.Stat(p)
+			if err != nil {
+				return err
+			}
+			if fi.IsDir() {
+				return nil
 			}
 		}
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("%w in %s", ErrNoFiles, path)
-	}
-	sort.Strings(names)
-	return names, nil
-}
-
-func readFiles(path string) ([]File, error) {
-	names, err := configPaths(path)
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		files = append(files, configFile{path: p, name: filepath.ToSlash(rel)})
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	files := make([]File, 0, len(names))
-	for _, n := range names {
-		data, err := readLimited(n)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, File{Name: filepath.Base(n), Data: data})
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w in %s", ErrNoFiles, path)
 	}
 	return files, nil
 }
 
-func readLimited(name string) ([]byte, error) {
-	f, err := os.Open(name)
+func readFiles(path string, o LoadOptions) ([]File, error) {
+	paths, err := configPaths(path, o)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]File, 0, len(paths))
+	for _, f := range paths {
+		data, err := readLimited(f)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, File{Name: f.name, Data: data})
+	}
+	return files, nil
+}
+
+func readLimited(cf configFile) ([]byte, error) {
+	fi, err := os.Stat(cf.path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		// A fifo would block the read (and goruntime with it).
+		return nil, fmt.Errorf("%w: %s: not a regular file", ErrInvalidConfig, cf.name)
+	}
+	f, err := os.Open(cf.path)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +158,7 @@ func readLimited(name string) ([]byte, error) {
 		return nil, err
 	}
 	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("%w: %s: file larger than %d bytes", ErrInvalidConfig, filepath.Base(name), maxFileSize)
+		return nil, fmt.Errorf("%w: %s: file larger than %d bytes", ErrInvalidConfig, cf.name, maxFileSize)
 	}
 	return data, nil
 }

@@ -3,7 +3,7 @@ package envoyconf
 import (
 	"fmt"
 
-	"gopkg.in/yaml.v3"
+	"gopkg.in/yaml.v2"
 )
 
 // The YAML shapes of envoyproxy/ratelimit's config files.
@@ -49,87 +49,65 @@ var validKeys = map[string]bool{
 // maxFileSize bounds one config file (real ones are a few KiB).
 const maxFileSize = 16 << 20
 
-// parseYAML decodes one file into its root after the same key validation as
-// envoyproxy/ratelimit: every mapping key a known string, every list a list
-// of mappings, every leaf a string, an integer, a boolean or null.
-func parseYAML(name string, data []byte) (*yamlRoot, error) {
+// parseYAML decodes one file as envoyproxy/ratelimit's
+// ConfigFileContentToYaml does, with the same parser: a first pass into a
+// generic map checks that every mapping key is a known string, every list a
+// list of mappings and every leaf a string, an integer, a boolean or null;
+// a second pass fills the root. yaml.v2 keeps the last of repeated keys and
+// gives a date as its text, so such files load here as they do there.
+func parseYAML(name string, data []byte) (root *yamlRoot, err error) {
 	if len(data) > maxFileSize {
 		return nil, fmt.Errorf("%w: %s: file larger than %d bytes", ErrInvalidConfig, name, maxFileSize)
 	}
-	var generic any
+	defer func() {
+		// envoyproxy/ratelimit recovers from any panic while loading and
+		// reports it as a config error; so do we.
+		if r := recover(); r != nil {
+			root, err = nil, fmt.Errorf("%w: %s: error loading config file: %v", ErrInvalidConfig, name, r)
+		}
+	}()
+	generic := map[any]any{}
 	if err := yaml.Unmarshal(data, &generic); err != nil {
 		return nil, fmt.Errorf("%w: %s: error loading config file: %v", ErrInvalidConfig, name, err)
 	}
-	switch m := generic.(type) {
-	case nil:
-		// An empty file: it has no domain, reported below.
-	case map[string]any:
-		if err := validateMap(m); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)
-		}
-	case map[any]any:
-		if err := validateAnyMap(m); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)
-		}
-	default:
-		return nil, fmt.Errorf("%w: %s: error loading config file: the document is not a mapping", ErrInvalidConfig, name)
+	if err := validateMap(generic); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)
 	}
-	var root yamlRoot
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	root = &yamlRoot{}
+	if err := yaml.Unmarshal(data, root); err != nil {
 		return nil, fmt.Errorf("%w: %s: error loading config file: %v", ErrInvalidConfig, name, err)
 	}
-	return &root, nil
+	return root, nil
 }
 
-func validateAnyMap(m map[any]any) error {
+func validateMap(m map[any]any) error {
 	for k, v := range m {
 		s, ok := k.(string)
 		if !ok {
 			return fmt.Errorf("config error, key is not of type string: %v", k)
 		}
-		if err := validateEntry(s, v); err != nil {
-			return err
+		if !validKeys[s] {
+			return fmt.Errorf("config error, unknown key %q", s)
 		}
-	}
-	return nil
-}
-
-func validateMap(m map[string]any) error {
-	for k, v := range m {
-		if err := validateEntry(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func validateEntry(k string, v any) error {
-	if !validKeys[k] {
-		return fmt.Errorf("config error, unknown key %q", k)
-	}
-	switch v := v.(type) {
-	case []any:
-		for _, e := range v {
-			var err error
-			switch m := e.(type) {
-			case map[string]any:
-				err = validateMap(m)
-			case map[any]any:
-				err = validateAnyMap(m)
-			default:
-				return fmt.Errorf("config error, yaml file contains list of type other than map under %q", k)
+		switch v := v.(type) {
+		case []any:
+			for _, e := range v {
+				m, ok := e.(map[any]any)
+				if !ok {
+					return fmt.Errorf("config error, yaml file contains list of type other than map under %q", s)
+				}
+				if err := validateMap(m); err != nil {
+					return err
+				}
 			}
-			if err != nil {
+		case map[any]any:
+			if err := validateMap(v); err != nil {
 				return err
 			}
+		case string, int, bool, nil:
+		default:
+			return fmt.Errorf("config error, value of %q is of type %T", s, v)
 		}
-	case map[string]any:
-		return validateMap(v)
-	case map[any]any:
-		return validateAnyMap(v)
-	case string, int, bool, nil:
-	default:
-		return fmt.Errorf("config error, value of %q is of type %T", k, v)
 	}
 	return nil
 }

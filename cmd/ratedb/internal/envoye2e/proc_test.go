@@ -180,7 +180,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func writeFile(t *testing.T, path, data string) {
 	t.Helper()
-	tmp := path + ".tmp"
+	// The temporary file is written beside the config directory, not in
+	// it: the service loads every file of the directory.
+	tmp := filepath.Join(filepath.Dir(filepath.Dir(path)), filepath.Base(path)+".tmp")
 	require.NoError(t, os.WriteFile(tmp, []byte(data), 0o600))
 	require.NoError(t, os.Rename(tmp, path))
 }

@@ -9,7 +9,7 @@ import (
 // the reason is logged (file name and problem, never a request's values),
 // and the error is returned.
 func (s *Server) Reload(path string) error {
-	cfg, err := envoyconf.Load(path)
+	cfg, err := envoyconf.LoadWith(path, s.opts.Load)
 	if err != nil {
 		s.opts.Logger.Error("envoy config: reload failed, keeping the previous config", "path", path, "err", err)
 		return err

@@ -41,6 +41,8 @@ type Options struct {
 	// Logger receives config reload messages (never descriptor values).
 	// Default slog.Default().
 	Logger *slog.Logger
+	// Load says which files Reload reads from a config directory.
+	Load envoyconf.LoadOptions
 }
 
 // Server implements envoy.service.ratelimit.v3.RateLimitService on a core.

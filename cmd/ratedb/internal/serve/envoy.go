@@ -15,15 +15,17 @@ import (
 
 // EnvoyConfig is what the Envoy rate limit service is told by its flags
 // (see main.go): --grpc, --envoy-config, --envoy-independent,
-// --envoy-config-poll, --grpc-tls-cert, --grpc-tls-key, --grpc-client-ca.
+// --envoy-config-poll, --envoy-config-ignore-dotfiles, --grpc-tls-cert,
+// --grpc-tls-key, --grpc-client-ca.
 type EnvoyConfig struct {
-	GRPC        string
-	Config      string
-	Independent bool
-	Poll        time.Duration
-	TLSCert     string
-	TLSKey      string
-	TLSClientCA string
+	GRPC           string
+	Config         string
+	Independent    bool
+	Poll           time.Duration
+	IgnoreDotFiles bool
+	TLSCert        string
+	TLSKey         string
+	TLSClientCA    string
 	// Reload delivers SIGHUP: each value reloads Config.
 	Reload <-chan struct{}
 }
@@ -71,10 +73,11 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 	var cfg *envoyconf.Config
 	// Stamp before loading, so that a change made during or after the
 	// load is seen by the first poll.
-	last := envoyconf.Stamp(e.Config)
+	lo := envoyconf.LoadOptions{IgnoreDotFiles: e.IgnoreDotFiles}
+	last := envoyconf.StampWith(e.Config, lo)
 	if e.Config != "" {
 		var err error
-		if cfg, err = envoyconf.Load(e.Config); err != nil {
+		if cfg, err = envoyconf.LoadWith(e.Config, lo); err != nil {
 			return nil, fmt.Errorf("--envoy-config: %w", err)
 		}
 		log.Info("envoy config: loaded", "path", e.Config, "files", len(cfg.Files()), "rules", len(cfg.Rules()))
@@ -85,7 +88,7 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 	if err != nil {
 		return nil, err
 	}
-	srv := grpcapi.New(cr, cfg, &grpcapi.Options{Independent: e.Independent, Logger: log})
+	srv := grpcapi.New(cr, cfg, &grpcapi.Options{Independent: e.Independent, Logger: log, Load: lo})
 	g, health := grpcapi.NewGRPCServer(srv, tlsConf)
 	ln, err := net.Listen("tcp", e.GRPC)
 	if err != nil {
@@ -119,10 +122,10 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 				return
 			case <-e.Reload:
 				log.Info("envoy config: SIGHUP")
-				last = envoyconf.Stamp(e.Config)
+				last = envoyconf.StampWith(e.Config, lo)
 				_ = srv.Reload(e.Config) // logged by Reload
 			case <-poll:
-				if cur := envoyconf.Stamp(e.Config); cur != last {
+				if cur := envoyconf.StampWith(e.Config, lo); cur != last {
 					last = cur
 					_ = srv.Reload(e.Config)
 				}
