@@ -195,7 +195,7 @@ func (s *suite) markdown() string {
 			last := rs[len(rs)-1]
 			extra := ""
 			if v, ok := last.Extra["failed/op"]; ok {
-				extra = fmt.Sprintf(" (%.4f of hits returned an error)", v)
+				extra = fmt.Sprintf(" (%.4f of hits, in the last run, were denied or returned an error)", v)
 			}
 			p("| %s | %.1f | %.1f–%.1f | %d | %d | %.2fx%s |\n", f.Name, median(xs), lo, hi, last.AllocsPerOp(), last.AllocedBytesPerOp(), pv/median(xs), extra)
 		}
