@@ -1,0 +1,92 @@
+package grpcapi
+
+// Tests added after mutation testing (TestGap...): each fails with one
+// deliberate bug that the rest of the suite let through.
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/envoyconf"
+)
+
+func TestGapToStatusCallerGaveUp(t *testing.T) {
+	assert.Equal(t, codes.Canceled, status.Code(toStatus(context.Canceled)))
+	assert.Equal(t, codes.DeadlineExceeded, status.Code(toStatus(context.DeadlineExceeded)))
+}
+
+func TestGapUntilResetAtLeastOneSecond(t *testing.T) {
+	now := time.Unix(1000, 0)
+	assert.EqualValues(t, 1, untilReset(now, now).GetSeconds())
+	assert.EqualValues(t, 1, untilReset(now.Add(-time.Second), now).GetSeconds())
+	assert.EqualValues(t, 2, untilReset(now.Add(1001*time.Millisecond), now).GetSeconds())
+}
+
+// Only the entries a share_threshold matched are shared; the others keep
+// their own values.
+func TestGapCountedKeyShareOnlyMatchedEntries(t *testing.T) {
+	share := []string{"", "files/*"}
+	a := countedKey("d", entries("tenant", "a", "path", "files/x"), share)
+	b := countedKey("d", entries("tenant", "b", "path", "files/y"), share)
+	assert.NotEqual(t, a, b, "tenants a and b must not share a counter")
+	assert.Equal(t, a, countedKey("d", entries("tenant", "a", "path", "files/z"), share))
+}
+
+const gapConfig = `
+domain: gap
+descriptors:
+  - key: quota
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: k
+    rate_limit: {unit: hour, requests_per_unit: 1000}
+`
+
+func gapServer(t *testing.T) *Server {
+	t.Helper()
+	cfg, err := envoyconf.Parse([]envoyconf.File{{Name: "gap.yaml", Data: []byte(gapConfig)}})
+	require.NoError(t, err)
+	clock := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC) }
+	db, err := ratedb.Open(filepath.Join(t.TempDir(), "g.db"), &ratedb.Options{Clock: clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return New(core.New(core.DBStore{DB: db}, core.Options{Clock: clock}), cfg, &Options{Clock: clock})
+}
+
+func gapDesc(k, v string) *ratelimitv3.RateLimitDescriptor {
+	return &ratelimitv3.RateLimitDescriptor{Entries: entries(k, v)}
+}
+
+// quota_mode, like shadow_mode, counts but never denies.
+func TestGapQuotaModeNeverDenies(t *testing.T) {
+	s := gapServer(t)
+	for i := range 3 {
+		resp, err := s.Check(context.Background(), &rlsv3.RateLimitRequest{Domain: "gap",
+			Descriptors: []*ratelimitv3.RateLimitDescriptor{gapDesc("quota", "x")}})
+		require.NoError(t, err)
+		assert.Equal(t, rlsv3.RateLimitResponse_OK, resp.GetOverallCode(), "hit %d", i)
+	}
+}
+
+// MaxDescriptors descriptors are allowed.
+func TestGapMaxDescriptorsAllowed(t *testing.T) {
+	s := gapServer(t)
+	descs := make([]*ratelimitv3.RateLimitDescriptor, MaxDescriptors)
+	for i := range descs {
+		descs[i] = gapDesc("k", "v")
+	}
+	resp, err := s.Check(context.Background(), &rlsv3.RateLimitRequest{Domain: "gap", Descriptors: descs})
+	require.NoError(t, err)
+	assert.Equal(t, rlsv3.RateLimitResponse_OK, resp.GetOverallCode())
+}
