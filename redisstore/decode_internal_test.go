@@ -107,7 +107,7 @@ func FuzzDecodeRefund(f *testing.F) {
 	f.Add(int64(1767225600000), int64(3), int64(1767225660000), uint8(3), uint8(1))
 	f.Add(int64(0), int64(0), int64(0), uint8(3), uint8(1))
 	f.Add(int64(0), int64(-1), int64(5), uint8(3), uint8(1))
-	f.Add(int64(0), int64(2), int64(0), uint8(2), uint8(1))
+	f.Add(int64(0), int64(2), int64(0), uint8(3), uint8(0)) // one tier: a count without a window
 	f.Add(int64(1767225600000), int64(3), int64(1767225660000), uint8(5), uint8(2))
 	f.Fuzz(func(t *testing.T, now, count, end int64, length, tiers uint8) {
 		n := 1 + int(tiers)%3
