@@ -28,6 +28,49 @@ func TestCluster(t *testing.T) {
 		t.Run(fmt.Sprint("Resharding/DedupWindow=", dedup), func(t *testing.T) { testResharding(t, c, dedup) })
 	}
 	t.Run("NodePaused", func(t *testing.T) { testNodePaused(t, c) })
+	t.Run("NewClientWhileANodeIsPaused", func(t *testing.T) { testNewClientWhileANodeIsPaused(t, c) })
+}
+
+// testNewClientWhileANodeIsPaused: a ClusterClient made while a node does
+// not answer (a service starting then) first looks up the cluster's command
+// table under a context of its own, for up to 5 seconds in go-redis v9, even
+// with ContextTimeoutEnabled. Calls on keys of the healthy nodes must still
+// return within Timeout: the Store watches every cluster call itself.
+func testNewClientWhileANodeIsPaused(t *testing.T, c *cluster) {
+	const timeout = 100 * time.Millisecond
+	admin := c.Client(t, nil)
+	probe, err := redisstore.New(admin, &redisstore.Options{Prefix: newPrefix()})
+	require.NoError(t, err)
+	pw, err := probe.Window(ratedb.FixedWindow, time.Minute)
+	require.NoError(t, err)
+	paused := c.nodes[0]
+	var healthy []string
+	for i := 0; len(healthy) < 5; i++ {
+		k := fmt.Sprint("key-", i)
+		names, _ := pw.HitArgs(k, 1, 1)
+		slot, err := admin.ClusterKeySlot(ctx, names[0]).Result()
+		require.NoError(t, err)
+		if c.owner(t, slot) != paused {
+			healthy = append(healthy, k)
+		}
+	}
+	paused.Pause()
+	defer paused.Resume()
+	worst := time.Duration(0)
+	for range 8 {
+		cl := c.Client(t, &redis.ClusterOptions{ContextTimeoutEnabled: true})
+		s, err := redisstore.New(cl, &redisstore.Options{Prefix: newPrefix(), Timeout: timeout})
+		require.NoError(t, err)
+		w, err := s.Window(ratedb.FixedWindow, time.Minute)
+		require.NoError(t, err)
+		for _, k := range healthy {
+			start := time.Now()
+			_, _ = w.Hit(ctx, k, 100, 1) // an error (ErrUnavailable) is allowed; a long wait is not
+			worst = max(worst, time.Since(start))
+		}
+	}
+	// Before the fix calls took 5 s; the margin is for a loaded CI machine.
+	assert.Less(t, worst, 2*time.Second, "a call on a healthy node's key blocked far past Timeout")
 }
 
 // testNodePaused pauses (SIGSTOP) the node that owns a key: calls on that

@@ -77,7 +77,8 @@ type Options struct {
 	// context deadlines on socket reads): such calls run in a goroutine
 	// that the Store stops waiting for; the goroutine ends when go-redis's
 	// own ReadTimeout fires. Build the client with ContextTimeoutEnabled to
-	// spare that goroutine. A counting call that timed out may still run
+	// spare that goroutine (a redis.Client; a ClusterClient always gets one,
+	// since it may look up its command table under a context of its own). A counting call that timed out may still run
 	// when a slow Redis catches up: it counted at most once. Default 50 ms.
 	// Negative is invalid.
 	Timeout time.Duration
@@ -103,8 +104,12 @@ type Options struct {
 	// DedupWindow and about twice the Redis CPU per counted call
 	// (bench/results/REDIS.md).
 	// It must be a whole number of milliseconds and at least Timeout
-	// (go-redis sends every retry of a call within the call's Timeout); 1
-	// second is plenty. Negative is invalid.
+	// (go-redis writes every retry of a call within the call's Timeout).
+	// Redis may still run a retry later, if it stalls (a fork, a slow
+	// command, a paused VM) right after the lost reply: a retry that runs
+	// after its request id has expired counts again. Choose it above the
+	// longest stall you expect of your Redis; 1 second covers ordinary
+	// ones. Negative is invalid.
 	DedupWindow time.Duration
 }
 
@@ -188,11 +193,12 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 // honoursDeadlines reports whether client applies context deadlines to its
 // socket I/O (ContextTimeoutEnabled), so that a call can run on the
 // caller's goroutine under the Store's deadline.
+//
+// A ClusterClient never qualifies: before a command it may look up the
+// cluster's command table under a context of its own (5 seconds in go-redis
+// v9), so a call can outlast its deadline while a node does not answer.
 func honoursDeadlines(client redis.UniversalClient) bool {
-	switch c := client.(type) {
-	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
+	if c, ok := client.(*redis.Client); ok {
 		return c.Options().ContextTimeoutEnabled
 	}
 	return false
@@ -400,7 +406,9 @@ func (sp *spec) refund(ctx context.Context, key string, amount int64, ends ...in
 
 // reset deletes key's counter.
 func (sp *spec) reset(ctx context.Context, key string) error {
-	_, err := sp.s.run(ctx, resetScript, false, []string{sp.s.tagged(key) + sp.suffix})
+	// Sent once: a DEL resent after a lost reply would erase hits counted
+	// since the first one ran.
+	_, err := sp.s.run(ctx, resetScript, true, []string{sp.s.tagged(key) + sp.suffix})
 	return err
 }
 

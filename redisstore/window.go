@@ -119,7 +119,9 @@ func (w *Window) Set(ctx context.Context, key string, count int64) (int64, error
 	if err != nil {
 		return 0, err
 	}
-	_, err = sp.s.run(ctx, setScript, false, []string{sp.s.tagged(key) + sp.suffix},
+	// Sent once, as Reset: a Set resent after a lost reply would overwrite
+	// hits counted since the first one ran.
+	_, err = sp.s.run(ctx, setScript, true, []string{sp.s.tagged(key) + sp.suffix},
 		now, int(sp.alg), sc, sp.offset(key, sc), count)
 	if err != nil {
 		return 0, err
