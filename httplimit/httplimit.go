@@ -22,8 +22,11 @@ type Options struct {
 
 	// Cost returns how many units of the quota a request takes, for
 	// endpoints that weigh more than others. Default: every request costs 1.
-	// A cost below 1 is a programming error: the request is handled by the
-	// error policy with ErrInvalidCost (use Exempt to let a request through
+	// A cost below 1 is a programming error: the request gets
+	// OnUnavailable with ErrInvalidCost (counted in Errors and passed to
+	// OnError), even with FailOpen, since a cost computed from request data
+	// (a Content-Length of -1, a count parameter) would otherwise let a
+	// client through uncounted at will (use Exempt to let a request through
 	// uncounted). A cost above the limit never fits and is always denied.
 	Cost func(r *http.Request) int64
 
@@ -59,7 +62,8 @@ type Options struct {
 	OnError func(r *http.Request, err error)
 
 	// FailOpen lets a request through, uncounted and without rate-limit
-	// headers, when no decision could be made. Default false: such requests
+	// headers, when no decision could be made (but not for ErrInvalidCost,
+	// see Cost). Default false: such requests
 	// get OnUnavailable. Failing open keeps the service up when the limiter
 	// is down, at the price of no limit at all while it is.
 	FailOpen bool
@@ -233,7 +237,7 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 		if m.onError != nil {
 			m.onError(r, err)
 		}
-		if m.failOpen {
+		if m.failOpen && !errors.Is(err, ErrInvalidCost) {
 			next.ServeHTTP(w, r)
 		} else {
 			m.onUnavailable.ServeHTTP(w, r)

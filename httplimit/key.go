@@ -105,7 +105,9 @@ func KeyConst(name string) KeyFunc {
 // keys, in order, each prefixed with its length ("3:abc5:hello"), so that
 // different tuples of component keys always give different keys ("a|b"
 // then "c" never equals "a" then "b|c"). The first error is returned as it
-// is. Keys panics when given no KeyFunc or a nil one.
+// is, and an empty component key is ErrNoKey, as an empty key is for a
+// KeyFunc used alone (otherwise every request without, say, a user name
+// would share one key). Keys panics when given no KeyFunc or a nil one.
 func Keys(fns ...KeyFunc) KeyFunc {
 	if len(fns) == 0 {
 		panic("httplimit: Keys with no KeyFunc")
@@ -122,6 +124,9 @@ func Keys(fns ...KeyFunc) KeyFunc {
 			k, err := f(r)
 			if err != nil {
 				return "", err
+			}
+			if k == "" {
+				return "", ErrNoKey
 			}
 			b = appendComponent(b, k)
 		}

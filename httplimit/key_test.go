@@ -1,6 +1,7 @@
 package httplimit_test
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -232,8 +233,8 @@ func TestKeysUnambiguous(t *testing.T) {
 	}
 	assert.NotEqual(t, key("a|b", "c"), key("a", "b|c"))
 	assert.NotEqual(t, key("ab", "c"), key("a", "bc"))
-	assert.NotEqual(t, key("1:a", "1:b"), key("1:a1:b", ""))
-	assert.NotEqual(t, key("", "3:abc"), key("3:abc", ""))
+	assert.NotEqual(t, key("1:a", "1:b"), key("1:a1", ":b"))
+	assert.NotEqual(t, key("3", ":abc"), key("3:abc", "x"))
 	assert.Equal(t, key("x", "y"), key("x", "y"))
 
 	k, err := httplimit.Keys(httplimit.KeyConst("login"), httplimit.KeyByIP)(request("192.0.2.1:1"))
@@ -242,6 +243,11 @@ func TestKeysUnambiguous(t *testing.T) {
 
 	_, err = httplimit.Keys(httplimit.KeyByIP, httplimit.KeyByRoute)(request("192.0.2.1:1"))
 	assert.ErrorIs(t, err, httplimit.ErrNoRoute, "the first error is returned")
+
+	// An empty component is no key, as an empty key is for a KeyFunc alone.
+	empty := func(*http.Request) (string, error) { return "", nil }
+	_, err = httplimit.Keys(httplimit.KeyConst("login"), empty)(request("192.0.2.1:1"))
+	assert.ErrorIs(t, err, httplimit.ErrNoKey)
 
 	assert.Panics(t, func() { httplimit.Keys() })
 	assert.Panics(t, func() { httplimit.Keys(httplimit.KeyByIP, nil) })
@@ -253,14 +259,25 @@ func FuzzKeysUnambiguous(f *testing.F) {
 	f.Add("1:a", "", "", "1:a")
 	f.Add("ab", "c", "a", "bc")
 	kf := httplimit.Keys(rawHeader("A"), rawHeader("B"))
-	key := func(a, b string) string {
+	key := func(t *testing.T, a, b string) (string, bool) {
 		r := &http.Request{Header: http.Header{"A": {a}, "B": {b}}}
-		k, _ := kf(r)
-		return k
+		k, err := kf(r)
+		if a == "" || b == "" {
+			if !errors.Is(err, httplimit.ErrNoKey) {
+				t.Fatalf("(%q, %q): an empty component gave key %q, error %v; want ErrNoKey", a, b, k, err)
+			}
+			return "", false
+		}
+		if err != nil || k == "" {
+			t.Fatalf("(%q, %q): key %q, error %v", a, b, k, err)
+		}
+		return k, true
 	}
 	f.Fuzz(func(t *testing.T, a, b, c, d string) {
-		if (a == c && b == d) != (key(a, b) == key(c, d)) {
-			t.Fatalf("(%q, %q) and (%q, %q): keys %q and %q", a, b, c, d, key(a, b), key(c, d))
+		k1, ok1 := key(t, a, b)
+		k2, ok2 := key(t, c, d)
+		if ok1 && ok2 && (a == c && b == d) != (k1 == k2) {
+			t.Fatalf("(%q, %q) and (%q, %q): keys %q and %q", a, b, c, d, k1, k2)
 		}
 	})
 }

@@ -498,3 +498,28 @@ func TestComposesAsChiMiddleware(t *testing.T) {
 	assert.Equal(t, "2", rec.Header().Get("RateLimit-Limit"), "the inner middleware's headers win")
 	assert.Equal(t, http.StatusTooManyRequests, do(h, "/", "192.0.2.2:1").Code, "the global limit (3 counted)")
 }
+
+// A cost below 1 is never failed open: a cost computed from request data
+// (a chunked body's Content-Length of -1) would otherwise let a client
+// through uncounted at will.
+func TestInvalidCostIsNotFailedOpen(t *testing.T) {
+	clock := newClock(t0)
+	db := openDB(t, clock)
+	m, err := httplimit.New(httplimit.Window(fixedMinute(t, db), 1), &httplimit.Options{
+		Clock: clock.Now, FailOpen: true,
+		Cost: func(r *http.Request) int64 { return r.ContentLength },
+	})
+	require.NoError(t, err)
+	next := &counting{}
+	h := m.Handler(next)
+	for range 3 {
+		r := httptest.NewRequest(http.MethodPost, "/upload", nil)
+		r.ContentLength = -1
+		r.RemoteAddr = "192.0.2.1:1"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	}
+	assert.EqualValues(t, 0, next.n.Load(), "no request with an invalid cost reached the handler")
+	assert.EqualValues(t, 3, m.Errors())
+}

@@ -66,7 +66,7 @@ func run(addr, path string, window time.Duration) (err error) {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: limit.Handler(mux), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: limit.Handler(mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	fmt.Println("listening on", ln.Addr())
