@@ -15,11 +15,11 @@ package redisstore
 //
 // A stored end later than one scale after now (written by an instance whose
 // clock is ahead, or before the clock stepped back or Redis failed over to a
-// server whose clock is behind) is capped to now plus the scale, and every
-// script but readScript stores the capped end, as the embedded DB caps it
-// (see the root package's doc): a window never lasts more than one scale
-// from the time it is read, and once a call that may write capped it, it
-// ends there.
+// server whose clock is behind) is capped to now plus the scale. Every call
+// the embedded DB would write stores the capped end, as the embedded DB caps
+// it (see the root package's doc): every script but readScript, and an undo
+// that matches no tier. A window never lasts more than one scale from the
+// time it is read, and once a writing call capped it, it ends there.
 
 // prelude holds the helpers every script shares.
 const prelude = `
