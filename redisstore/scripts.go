@@ -17,7 +17,7 @@ package redisstore
 // clock is ahead, or before the clock stepped back or Redis failed over to a
 // server whose clock is behind) is capped to now plus the scale. Every call
 // the embedded DB would write stores the capped end, as the embedded DB caps
-// it (see the root package's doc): every script but readScript, and an undo
+// it (see the root package's doc): every script except readScript and an undo
 // that matches no tier. A window never lasts more than one scale from the
 // time it is read, and once a writing call capped it, it ends there.
 
