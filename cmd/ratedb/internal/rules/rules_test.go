@@ -206,6 +206,15 @@ rules:
 `))
 	require.ErrorIs(t, err, rules.ErrInvalidRule)
 	assert.Contains(t, err.Error(), "more than one YAML document")
+	// U+FFFD, which no check request can carry (the check API refuses it),
+	// makes a pattern that could never match: refused, as the rules API
+	// refuses it.
+	_, err = rules.ParseFile([]byte("rules:\n  - {name: f, client_id: \"a\\uFFFDb\", route: \"*\", limit: 1, window: 1s}\n"))
+	require.ErrorIs(t, err, rules.ErrInvalidRule)
+	assert.Contains(t, err.Error(), "client_id holds U+FFFD")
+	_, err = rules.ParseFile([]byte("rules:\n  - {name: f, client_id: \"*\", route: \"/\xef\xbf\xbd\", limit: 1, window: 1s}\n"))
+	require.ErrorIs(t, err, rules.ErrInvalidRule)
+	assert.Contains(t, err.Error(), "route holds U+FFFD")
 	empty, err := rules.ParseFile(nil)
 	require.NoError(t, err, "an empty file holds no rules")
 	assert.Empty(t, empty)

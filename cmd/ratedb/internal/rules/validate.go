@@ -2,7 +2,9 @@ package rules
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ratedb/ratedb"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
@@ -78,6 +80,10 @@ func checkPattern(p *problems, field, pattern string) {
 		p.add("%s is empty (use \"*\" for any)", field)
 	case len(pattern) > MaxPatternLen:
 		p.add("%s is longer than %d bytes", field, MaxPatternLen)
+	case strings.ContainsRune(pattern, utf8.RuneError):
+		// The check API refuses U+FFFD (and bytes that are not UTF-8) in
+		// a request, so a pattern holding it could never match.
+		p.add("%s holds U+FFFD or a byte that is not UTF-8, which no request can carry", field)
 	}
 }
 
