@@ -112,6 +112,7 @@ func runServe(args []string, stderr io.Writer) error {
 	fs.StringVar(&c.Envoy.GRPC, "grpc", "", "serve Envoy's rate limit protocol (envoy.service.ratelimit.v3) and grpc.health.v1 on `ADDR`; no API keys apply: use mTLS or a private network")
 	fs.StringVar(&c.Envoy.Config, "envoy-config", "", "envoyproxy/ratelimit YAML config: a file or a directory (`PATH`; every file below it, as envoyproxy/ratelimit loads its config directory); reloaded on SIGHUP and when its files change")
 	fs.BoolVar(&c.Envoy.IgnoreDotFiles, "envoy-config-ignore-dotfiles", false, "skip files and directories of --envoy-config whose names start with a dot, as envoyproxy/ratelimit's RUNTIME_IGNOREDOTFILES=true (set it for a Kubernetes ConfigMap volume)")
+	fs.BoolVar(&c.Envoy.MergeDomains, "envoy-config-merge-domains", false, "merge the descriptors of a domain declared in several files of --envoy-config instead of refusing it, as envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG=true")
 	fs.DurationVar(&c.Envoy.Poll, "envoy-config-poll", 2*time.Second, "how often --envoy-config's files are checked for changes (0: only on SIGHUP)")
 	fs.BoolVar(&c.Envoy.Independent, "envoy-independent", false, "count each descriptor of a request on its own, as envoyproxy/ratelimit does (default: all-or-nothing)")
 	fs.StringVar(&c.Envoy.TLSCert, "grpc-tls-cert", "", "TLS certificate `PATH` (PEM) of the gRPC server")

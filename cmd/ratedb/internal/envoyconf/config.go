@@ -135,7 +135,11 @@ type File struct {
 // Parse builds a Config from files in order. Like envoyproxy/ratelimit
 // with its default settings, a domain declared in two files is an error.
 // Every error wraps ErrInvalidConfig and names the file.
-func Parse(files []File) (*Config, error) {
+func Parse(files []File) (*Config, error) { return ParseWith(files, LoadOptions{}) }
+
+// ParseWith is Parse with options: with o.MergeDomains, the descriptors of
+// a domain declared in several files are merged (see LoadOptions).
+func ParseWith(files []File, o LoadOptions) (*Config, error) {
 	c := &Config{domains: map[string]*node{}}
 	for _, f := range files {
 		root, err := parseYAML(f.Name, f.Data)
@@ -145,15 +149,24 @@ func Parse(files []File) (*Config, error) {
 		if root.Domain == "" {
 			return nil, fmt.Errorf("%w: %s: config file cannot have empty domain", ErrInvalidConfig, f.Name)
 		}
-		if _, dup := c.domains[root.Domain]; dup {
+		d, dup := c.domains[root.Domain]
+		if dup && !o.MergeDomains {
 			return nil, fmt.Errorf("%w: %s: duplicate domain %q in config file", ErrInvalidConfig, f.Name, root.Domain)
 		}
-		d := &node{children: map[string]*node{}}
+		if !dup {
+			d = &node{children: map[string]*node{}}
+		}
+		// A merged file's descriptors join the domain's top level, after
+		// those of earlier files (wildcards included, in that order), and
+		// one that repeats a top-level entry of an earlier file is a
+		// duplicate, as it is within a file.
 		if err := d.load(root.Domain+".", root.Descriptors); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, f.Name, err)
 		}
-		c.domains[root.Domain] = d
-		c.order = append(c.order, root.Domain)
+		if !dup {
+			c.domains[root.Domain] = d
+			c.order = append(c.order, root.Domain)
+		}
 		c.files = append(c.files, f.Name)
 	}
 	return c, nil

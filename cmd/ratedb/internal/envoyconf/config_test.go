@@ -1,6 +1,7 @@
 package envoyconf_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -189,6 +190,35 @@ func TestDuplicateDomainAcrossFiles(t *testing.T) {
 	_, err := envoyconf.Load(dir)
 	require.ErrorIs(t, err, envoyconf.ErrInvalidConfig)
 	assert.Contains(t, err.Error(), "b.yml: duplicate domain \"d\"")
+}
+
+// TestMergeDomains: with MergeDomains (upstream's MERGE_DOMAIN_CONFIG=true)
+// the files of one domain add to its top level, in load order; an entry two
+// files declare is still a duplicate.
+func TestMergeDomains(t *testing.T) {
+	limit := func(domain, key, value string, n int) string {
+		return fmt.Sprintf("domain: %s\ndescriptors:\n  - {key: %s, value: %q, rate_limit: {unit: second, requests_per_unit: %d}}\n", domain, key, value, n)
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(limit("d", "path", "/a*", 1)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(limit("d", "path", "/ab*", 2)+
+		"  - key: user\n    descriptors:\n      - {key: plan, rate_limit: {unit: minute, requests_per_unit: 3}}\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(limit("e", "k", "", 4)), 0o600))
+	c, err := envoyconf.LoadWith(dir, envoyconf.LoadOptions{MergeDomains: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.yaml", "b.yaml", "c.yaml"}, c.Files())
+	assert.Equal(t, uint32(1), c.Match("d", kv("path", "/abc")).Limit.RequestsPerUnit, "a.yaml's wildcard loaded first, so it comes first")
+	assert.Equal(t, uint32(3), c.Match("d", kv("user", "u", "plan", "p")).Limit.RequestsPerUnit, "b.yaml's nested descriptors")
+	assert.Equal(t, uint32(4), c.Match("e", kv("k", "v")).Limit.RequestsPerUnit)
+	assert.Len(t, c.Rules(), 4)
+
+	_, err = envoyconf.Load(dir)
+	require.ErrorIs(t, err, envoyconf.ErrInvalidConfig, "without MergeDomains a domain in two files is refused")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(limit("d", "path", "/a*", 2)), 0o600))
+	_, err = envoyconf.LoadWith(dir, envoyconf.LoadOptions{MergeDomains: true})
+	require.ErrorIs(t, err, envoyconf.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "b.yaml: duplicate descriptor composite key \"d.path_/a*\"")
 }
 
 func TestLoadDirectory(t *testing.T) {

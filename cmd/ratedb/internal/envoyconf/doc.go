@@ -48,6 +48,14 @@
 // the path with "." and loads in map order, which changes only the file a
 // duplicate domain is reported against).
 //
+// LoadOptions give upstream's two settings that change this:
+// IgnoreDotFiles (RUNTIME_IGNOREDOTFILES=true) skips hidden files and
+// directories, which a Kubernetes ConfigMap volume needs (its files appear
+// both as symlinks and inside a hidden "..<timestamp>" directory, so they
+// otherwise load twice and fail with a duplicate domain, there as here);
+// MergeDomains (MERGE_DOMAIN_CONFIG=true) merges a domain declared in
+// several files instead of refusing it.
+//
 // # Caveats
 //
 // Where envoyproxy/ratelimit (at the pinned version) behaves otherwise:
@@ -58,19 +66,12 @@
 //     it).
 //   - A directory without any file is ErrNoFiles; envoyproxy/ratelimit
 //     starts with no domain and reports itself unhealthy.
-//   - There is no RUNTIME_IGNOREDOTFILES: hidden files always load, as they
-//     do there by default. A Kubernetes ConfigMap volume, whose files appear
-//     both as symlinks and inside a hidden "..<timestamp>" directory, so
-//     fails with a duplicate domain, as it does there unless
-//     RUNTIME_IGNOREDOTFILES=true.
 //   - With RUNTIME_WATCH_ROOT=true (the default) envoyproxy/ratelimit walks
 //     $RUNTIME_ROOT/$RUNTIME_SUBDIRECTORY and also loads the files beside
 //     config/ whose path there starts with "config." (config.yaml,
 //     config.d/...); Load reads only below the path it is given.
 //   - The path given to Load may itself be a symlink to a directory
 //     (goruntime does not descend into one).
-//   - There is no MERGE_DOMAIN_CONFIG: a domain declared in two files is an
-//     error, as it is there by default.
 //   - A file is at most 16 MiB.
 //
 // # Units

@@ -18,7 +18,8 @@ import (
 // os error; an invalid file wraps ErrInvalidConfig.
 func Load(path string) (*Config, error) { return LoadWith(path, LoadOptions{}) }
 
-// LoadOptions change which files of a directory Load reads.
+// LoadOptions change which files of a directory Load reads and how they
+// combine. The zero value is envoyproxy/ratelimit's default behaviour.
 type LoadOptions struct {
 	// IgnoreDotFiles skips files and directories whose names start with a
 	// dot, as envoyproxy/ratelimit does with RUNTIME_IGNOREDOTFILES=true
@@ -26,6 +27,13 @@ type LoadOptions struct {
 	// "..2024_..." entries hold a second copy of every file). Default
 	// false, as upstream's.
 	IgnoreDotFiles bool
+	// MergeDomains merges the descriptors of a domain declared in several
+	// files into one domain, as envoyproxy/ratelimit does with
+	// MERGE_DOMAIN_CONFIG=true: each file's top-level descriptors join the
+	// domain's, in load order, and a top-level entry (key and value) that
+	// two files declare is an error. Default false, as upstream's: a
+	// domain declared twice is an error.
+	MergeDomains bool
 }
 
 // LoadWith is Load with options.
@@ -34,7 +42,7 @@ func LoadWith(path string, o LoadOptions) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Parse(files)
+	return ParseWith(files, o)
 }
 
 // Stamp summarises the files under path (names, sizes, modification times)

@@ -247,6 +247,27 @@ func TestBadConfigRefusesToStart(t *testing.T) {
 	assert.Contains(t, out, `unknown key "ratelimit"`)
 }
 
+// TestMergeDomainsFlag: --envoy-config-merge-domains loads a domain
+// declared in two files, as MERGE_DOMAIN_CONFIG=true does; without it the
+// service refuses to start.
+func TestMergeDomainsFlag(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.yaml"), "domain: m\ndescriptors:\n  - {key: a, rate_limit: {unit: hour, requests_per_unit: 1}}\n")
+	writeFile(t, filepath.Join(dir, "b.yaml"), "domain: m\ndescriptors:\n  - {key: b, rate_limit: {unit: hour, requests_per_unit: 2}}\n")
+	out, err := execServe(t, "--db", filepath.Join(t.TempDir(), "s.db"), "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--envoy-config", dir)
+	require.Error(t, err)
+	assert.Contains(t, out, `b.yaml: duplicate domain "m"`)
+
+	p := startProc(t, filepath.Join(t.TempDir(), "state.db"), "--envoy-config", dir, "--envoy-config-merge-domains")
+	c := p.client(t, nil)
+	clearOfBoundary(time.Hour, 10*time.Second)
+	resp := call(t, c, "m", 1, desc("a", "x"))
+	assert.EqualValues(t, 1, resp.GetStatuses()[0].GetCurrentLimit().GetRequestsPerUnit(), "a.yaml's limit")
+	resp = call(t, c, "m", 1, desc("b", "x"))
+	assert.EqualValues(t, 2, resp.GetStatuses()[0].GetCurrentLimit().GetRequestsPerUnit(), "b.yaml's limit")
+	assert.EqualValues(t, 1, remaining(resp, 0))
+}
+
 func execServe(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

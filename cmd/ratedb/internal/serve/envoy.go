@@ -15,7 +15,8 @@ import (
 
 // EnvoyConfig is what the Envoy rate limit service is told by its flags
 // (see main.go): --grpc, --envoy-config, --envoy-independent,
-// --envoy-config-poll, --envoy-config-ignore-dotfiles, --grpc-tls-cert,
+// --envoy-config-poll, --envoy-config-ignore-dotfiles,
+// --envoy-config-merge-domains, --grpc-tls-cert,
 // --grpc-tls-key, --grpc-client-ca.
 type EnvoyConfig struct {
 	GRPC           string
@@ -23,6 +24,7 @@ type EnvoyConfig struct {
 	Independent    bool
 	Poll           time.Duration
 	IgnoreDotFiles bool
+	MergeDomains   bool
 	TLSCert        string
 	TLSKey         string
 	TLSClientCA    string
@@ -73,7 +75,7 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 	var cfg *envoyconf.Config
 	// Stamp before loading, so that a change made during or after the
 	// load is seen by the first poll.
-	lo := envoyconf.LoadOptions{IgnoreDotFiles: e.IgnoreDotFiles}
+	lo := envoyconf.LoadOptions{IgnoreDotFiles: e.IgnoreDotFiles, MergeDomains: e.MergeDomains}
 	last := envoyconf.StampWith(e.Config, lo)
 	if e.Config != "" {
 		var err error
