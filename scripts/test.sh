@@ -57,6 +57,7 @@ fuzz FuzzKeysUnambiguous ./httplimit 60000x
 fuzz FuzzDecodeRead ./redisstore 40000x
 fuzz FuzzDecodeCount ./redisstore 40000x
 fuzz FuzzDecodeRefund ./redisstore 20000x
+fuzz FuzzWildcardMatch ./cmd/ratedb/internal/envoyconf 20000x
 fuzz FuzzDecodeCheck ./cmd/ratedb/internal/httpapi 50000x
 fuzz FuzzDecodeCheckFast ./cmd/ratedb/internal/httpapi 100000x
 fuzz FuzzDecodeRule ./cmd/ratedb/internal/httpapi 40000x

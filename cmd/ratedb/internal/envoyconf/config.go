@@ -35,9 +35,9 @@ type Limit struct {
 // node is one level of a domain's descriptor tree.
 type node struct {
 	children map[string]*node // by composite key "key" or "key_value"
-	// wildcards are the composite keys of children ending in "*", in file
-	// order; the first whose prefix matches wins.
-	wildcards []string
+	// wildcards are the children whose composite key holds a "*", in file
+	// order; the first that matches wins.
+	wildcards []wildcard
 	limit     *Limit
 	// share is, for a wildcard entry with share_threshold, its value pattern
 	// (e.g. "files/*"): every value it matches shares one counter.
@@ -94,8 +94,8 @@ func (c *Config) Match(domain string, entries []Entry) Match {
 		viaWildcard := false
 		if next == nil {
 			for _, w := range n.wildcards {
-				if strings.HasPrefix(composite, w[:len(w)-1]) {
-					next, viaWildcard = n.children[w], true
+				if w.match(composite) {
+					next, viaWildcard = n.children[w.composite], true
 					break
 				}
 			}
@@ -194,15 +194,18 @@ func (n *node) load(parent string, descs []yamlDescriptor) error {
 			}
 			child.limit = l
 		}
-		wildcard := strings.HasSuffix(composite, "*")
+		isWildcard := strings.Contains(composite, "*")
 		if d.ShareThreshold {
-			if !wildcard {
-				return fmt.Errorf("share_threshold can only be used with wildcard values (ending with '*'), but found key %q", composite)
+			if !isWildcard {
+				return fmt.Errorf("share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", composite)
 			}
 			child.share = composite
 		}
-		if wildcard {
-			n.wildcards = append(n.wildcards, composite)
+		if isWildcard {
+			n.wildcards = append(n.wildcards, wildcard{composite: composite, parts: strings.Split(composite, "*")})
+		}
+		if err := checkMetadata(d.Metadata); err != nil {
+			return err
 		}
 		if err := child.load(path+".", d.Descriptors); err != nil {
 			return err
@@ -210,6 +213,36 @@ func (n *node) load(parent string, descs []yamlDescriptor) error {
 		n.children[composite] = child
 	}
 	return nil
+}
+
+// wildcard is a config entry whose composite key holds a "*", split at
+// each "*" when loaded.
+type wildcard struct {
+	composite string
+	parts     []string // at least two
+}
+
+// match reports whether composite, a request entry's "key_value", matches
+// the pattern: each "*" stands for any run of characters, none included,
+// so the pattern's first part must begin composite, its last part end it,
+// and the parts between appear in order in what lies between, without
+// overlapping. This is envoyproxy/ratelimit's wildcardMatch: a greedy
+// leftmost search is exact here, because taking each middle part at its
+// earliest occurrence leaves the most room for the parts after it.
+func (w wildcard) match(composite string) bool {
+	first, last := w.parts[0], w.parts[len(w.parts)-1]
+	if len(composite) < len(first)+len(last) || !strings.HasPrefix(composite, first) || !strings.HasSuffix(composite, last) {
+		return false
+	}
+	rest := composite[len(first) : len(composite)-len(last)]
+	for _, p := range w.parts[1 : len(w.parts)-1] {
+		i := strings.Index(rest, p)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(p):]
+	}
+	return true
 }
 
 func newLimit(path string, d yamlDescriptor) (*Limit, error) {

@@ -108,8 +108,19 @@ func TestMatchWildcard(t *testing.T) {
 		{"nested wildcard", kv("nestedWild", "val1", "wild", "goo2"), &want{requests: 23, unit: envoyconf.Minute}},
 		{"wildcard does not match another prefix", kv("wild", "bar"), nil},
 		{"a value without * does not match its prefixes", kv("noWild", "foo1"), nil},
-		{"* in the middle is literal", kv("midWild", "barab"), nil},
+		{"* in the middle matches a run", kv("midWild", "barab"), &want{requests: 20, unit: envoyconf.Minute, path: "wild-domain.midWild_bar*b"}},
+		{"* in the middle matches a longer run", kv("midWild", "bar123b"), &want{requests: 20, unit: envoyconf.Minute}},
+		{"* in the middle matches nothing", kv("midWild", "barb"), &want{requests: 20, unit: envoyconf.Minute}},
 		{"* in the middle matches itself", kv("midWild", "bar*b"), &want{requests: 20, unit: envoyconf.Minute}},
+		{"middle wildcard: the suffix is required", kv("midWild", "bara"), nil},
+		{"middle wildcard: the prefix is required", kv("midWild", "xbarb"), nil},
+		{"multiple wildcards in order", kv("multiWild", "foo123bar456baz"), &want{requests: 10, unit: envoyconf.Minute, path: "wild-domain.multiWild_foo*bar*baz"}},
+		{"multiple wildcards matching nothing", kv("multiWild", "foobarbaz"), &want{requests: 10, unit: envoyconf.Minute}},
+		{"multiple wildcards: a middle part missing", kv("multiWild", "foo123baz"), nil},
+		{"multiple wildcards: the prefix missing", kv("multiWild", "bar456baz"), nil},
+		{"multiple wildcards: the middle part only inside the suffix", kv("multiWild", "foobaz"), nil},
+		{"prefix and suffix may not overlap", kv("overlap", "aba"), nil},
+		{"prefix and suffix side by side", kv("overlap", "abba"), &want{requests: 11, unit: envoyconf.Minute}},
 	})
 }
 
@@ -122,6 +133,12 @@ func TestMatchShareThreshold(t *testing.T) {
 	m = c.Match("wild-domain", kv("wild", "foo9"))
 	require.NotNil(t, m.Limit)
 	assert.Nil(t, m.Share, "a wildcard without share_threshold counts each value")
+	for _, v := range []string{"svcAepBrpc", "svcXXXepYYYrpc", "svceprpc"} {
+		m = c.Match("wild-domain", kv("midShared", v))
+		require.NotNil(t, m.Limit, v)
+		assert.Equal(t, []string{"svc*ep*rpc"}, m.Share, "%s shares the multiple wildcard's counter", v)
+	}
+	assert.Nil(t, c.Match("wild-domain", kv("midShared", "svcABCrpc")).Limit, "the middle part is required")
 }
 
 // TestCompositeKeyAmbiguity pins a quirk we keep for compatibility: entries
@@ -181,6 +198,35 @@ func TestParseErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), "f.yaml")
 		})
 	}
+}
+
+// TestMetadata: a descriptor's metadata (envoyproxy/ratelimit since April
+// 2026) is free-form, checked as upstream converts it, and changes no
+// decision.
+func TestMetadata(t *testing.T) {
+	parse := func(yaml string) (*envoyconf.Config, error) {
+		return envoyconf.Parse([]envoyconf.File{{Name: "f.yaml", Data: []byte(yaml)}})
+	}
+	c, err := parse(`domain: d
+descriptors:
+  - key: k
+    metadata:
+      team: payments
+      colour: {1: one, nested: [a, {b: 2}], flag: true, none: null}
+    rate_limit: {unit: second, requests_per_unit: 3}
+`)
+	require.NoError(t, err, "any keys and values inside metadata")
+	require.NotNil(t, c.Match("d", kv("k", "v")).Limit)
+	assert.EqualValues(t, 3, c.Match("d", kv("k", "v")).Limit.RequestsPerUnit)
+
+	_, err = parse("domain: d\ndescriptors:\n  - key: k\n    metadata: 5\n")
+	require.ErrorIs(t, err, envoyconf.ErrInvalidConfig, "metadata must be a mapping")
+	assert.Contains(t, err.Error(), "error loading config file")
+	_, err = parse("domain: d\ndescriptors:\n  - key: k\n    metadata: {blob: !!binary /w==}\n")
+	require.ErrorIs(t, err, envoyconf.ErrInvalidConfig, "a string that is not UTF-8")
+	assert.Contains(t, err.Error(), "error parsing metadata")
+	_, err = parse("domain: d\ndescriptors:\n  - key: k\n    metadat: {a: b}\n")
+	require.ErrorIs(t, err, envoyconf.ErrInvalidConfig, "other unknown keys are still refused")
 }
 
 func TestDuplicateDomainAcrossFiles(t *testing.T) {

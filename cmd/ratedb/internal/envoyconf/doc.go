@@ -10,7 +10,7 @@
 //	  - key: remote_address          # key only: every value counts separately
 //	    rate_limit: {unit: minute, requests_per_unit: 60}
 //	  - key: path
-//	    value: /api/*                # wildcard: only as the last character
+//	    value: /api/*                # wildcard: any run of characters
 //	    rate_limit: {unit: second, requests_per_unit: 10}
 //
 // # Matching
@@ -20,8 +20,12 @@
 // matches, in this order:
 //
 //  1. the config entry with exactly that key and value;
-//  2. else the first config entry, in file order, whose value ends in "*"
-//     and whose text before the "*" is a prefix of the value;
+//  2. else the first config entry, in file order, with a "*" in its value
+//     that matches the value, each "*" standing for any run of characters,
+//     none included ("/api/*" matches "/api/" and "/api/v1/users";
+//     "/api/*/action" matches "/api/7/action"; "svc*ep*rpc" matches
+//     "svc1ep2rpc"), as envoyproxy/ratelimit matches since March 2026
+//     (before, "*" was a wildcard only at the end);
 //  3. else the config entry with that key and no value.
 //
 // The limit applies only if the entry matched at the request's last level
@@ -58,7 +62,8 @@
 //
 // # Caveats
 //
-// Where envoyproxy/ratelimit (at the pinned version) behaves otherwise:
+// Where envoyproxy/ratelimit (its main branch of July 2026, f2fb157)
+// behaves otherwise:
 //
 //   - A file that cannot be read (a dangling symlink, no permission, a fifo
 //     or another non-regular file) fails the load. goruntime logs it and

@@ -3,6 +3,7 @@ package envoyconf
 import (
 	"fmt"
 
+	"google.golang.org/protobuf/types/known/structpb"
 	"gopkg.in/yaml.v2"
 )
 
@@ -29,6 +30,10 @@ type yamlDescriptor struct {
 	DetailedMetric bool             `yaml:"detailed_metric"`
 	ValueToMetric  bool             `yaml:"value_to_metric"`
 	ShareThreshold bool             `yaml:"share_threshold"`
+	// Metadata is sent by envoyproxy/ratelimit (since April 2026) in the
+	// response's dynamic metadata when that is enabled there; ratedb sends
+	// no dynamic metadata, so it is only checked as upstream checks it.
+	Metadata map[string]any `yaml:"metadata"`
 }
 
 type yamlRoot struct {
@@ -43,7 +48,7 @@ var validKeys = map[string]bool{
 	"rate_limit": true, "unit": true, "requests_per_unit": true,
 	"unlimited": true, "shadow_mode": true, "quota_mode": true, "name": true,
 	"replaces": true, "detailed_metric": true, "value_to_metric": true,
-	"share_threshold": true,
+	"share_threshold": true, "metadata": true,
 }
 
 // maxFileSize bounds one config file (real ones are a few KiB).
@@ -89,6 +94,9 @@ func validateMap(m map[any]any) error {
 		if !validKeys[s] {
 			return fmt.Errorf("config error, unknown key %q", s)
 		}
+		if s == "metadata" {
+			continue // free-form: checked when converted (checkMetadata)
+		}
 		switch v := v.(type) {
 		case []any:
 			for _, e := range v {
@@ -110,4 +118,43 @@ func validateMap(m map[any]any) error {
 		}
 	}
 	return nil
+}
+
+// checkMetadata checks a descriptor's metadata as envoyproxy/ratelimit
+// does when it loads it: converted, nested maps' keys to their text, into a
+// protobuf Struct, which refuses what JSON cannot hold (a string that is
+// not UTF-8, such as a !!binary value's bytes).
+func checkMetadata(m map[string]any) error {
+	if len(m) == 0 {
+		return nil
+	}
+	conv := make(map[string]any, len(m))
+	for k, v := range m {
+		conv[k] = plainYAML(v)
+	}
+	if _, err := structpb.NewStruct(conv); err != nil {
+		return fmt.Errorf("error parsing metadata: %v", err)
+	}
+	return nil
+}
+
+// plainYAML turns yaml.v2's map[any]any, at any depth, into map[string]any
+// (keys by their fmt text, as upstream's convertMap does).
+func plainYAML(v any) any {
+	switch v := v.(type) {
+	case map[any]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[fmt.Sprintf("%v", k)] = plainYAML(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = plainYAML(e)
+		}
+		return out
+	default:
+		return v
+	}
 }
