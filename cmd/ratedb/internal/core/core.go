@@ -33,6 +33,13 @@ type Limit struct {
 	// Shadow decides and counts like any other limit but never denies the
 	// set: its results carry Shadow and its denial is only reported.
 	Shadow bool
+	// Quota makes the limit one of its set's quota limits, a soft limit
+	// (envoyproxy/ratelimit's quota_mode): a quota check over its limit is
+	// reported and not counted, and the set's quota checks deny it only
+	// when every one of them is over its limit (a shadow quota check never
+	// is; refunds are not among them). A single quota check therefore
+	// denies when it is over, as any check does. Default false.
+	Quota bool
 
 	res atomic.Pointer[resolved]
 }
@@ -78,8 +85,10 @@ type CheckResult struct {
 
 // Decision is the outcome of a set of checks.
 type Decision struct {
-	// Allowed reports whether the set was admitted: every check that is not
-	// a shadow check fit, and every check's cost was counted.
+	// Allowed reports whether the set was admitted: every check that is
+	// neither a shadow nor a quota check fit, so did at least one quota
+	// check if the set has any, and the cost of every check that fit was
+	// counted.
 	Allowed bool
 	// Results holds one result per check, in the order given (nil when the
 	// decision failed open).
@@ -286,6 +295,7 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 	}()
 
 	d := Decision{Allowed: true, Results: make([]CheckResult, len(checks))}
+	var quota quotaGroup
 	for i, ch := range checks {
 		// Earlier checks of the set on the same counters count first.
 		var pending int64
@@ -309,11 +319,15 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 			return Decision{}, err
 		}
 		d.Results[i] = CheckResult{Result: res, Shadow: ch.Limit.Shadow}
-		if !res.Allowed && !ch.Limit.Shadow {
+		switch {
+		case ch.Limit.Quota:
+			quota.add(res.Allowed || ch.Limit.Shadow)
+		case !res.Allowed && !ch.Limit.Shadow:
 			d.Allowed = false
 		}
 	}
-	if !d.Allowed {
+	if !d.Allowed || quota.exhausted() {
+		d.Allowed = false
 		return d, nil
 	}
 	// The hits, then the refunds: a refund is applied only if the request
@@ -335,7 +349,7 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 	peeks := make([]ratedb.Result, len(checks))
 	for i, ch := range checks {
 		if ch.Refund || ch.Cost == 0 || !d.Results[i].Allowed {
-			continue // a refund, a peek, or a shadow check over its limit
+			continue // a refund, a peek, or a shadow or quota check over its limit
 		}
 		peeks[i] = d.Results[i].Result
 		res, err := rs[i].hit(ctx, ch)
@@ -345,6 +359,11 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 		d.Results[i].Result = res
 		d.Results[i].Counted = res.Allowed
 		if !res.Allowed && !ch.Limit.Shadow {
+			if ch.Limit.Quota {
+				if quota.lose(); !quota.exhausted() {
+					continue // another quota check of the set still fits
+				}
+			}
 			d.Allowed = false
 			if err := undo(ctx, checks[:i], rs, d.Results, peeks); err != nil {
 				return Decision{}, err
@@ -364,6 +383,26 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 	}
 	return d, nil
 }
+
+// quotaGroup tallies a set's quota checks (Limit.Quota): how many there
+// are and how many fit.
+type quotaGroup struct{ total, fit int }
+
+// add counts one quota check, which fits or not.
+func (q *quotaGroup) add(fits bool) {
+	q.total++
+	if fits {
+		q.fit++
+	}
+}
+
+// lose records that a quota check counted as fitting was denied when hit
+// (another process sharing the store counted its key meanwhile).
+func (q *quotaGroup) lose() { q.fit-- }
+
+// exhausted reports whether the set has quota checks and none fits: they
+// then deny the set.
+func (q *quotaGroup) exhausted() bool { return q.total > 0 && q.fit == 0 }
 
 // commitFailed handles a store call of a decided set that failed with err:
 // it undoes the hits counted among checks, so that a set that answers an

@@ -14,6 +14,9 @@
 //   - A shadow check is decided and counted like any other, but its denial
 //     never denies the set (it is reported with Shadow set). A shadow check
 //     that is over its limit counts nothing, as no check may exceed a limit.
+//   - Quota checks (Limit.Quota) are soft: one over its limit is reported
+//     and counts nothing, and they deny the set only when every quota
+//     check of the set is over its limit.
 //   - A store failure is returned as an error wrapping ratedb.ErrUnavailable
 //     (or the store's own error); with Options.FailOpen, a failure wrapping
 //     ratedb.ErrUnavailable instead allows the set and sets

@@ -23,8 +23,11 @@
 //   - A denied hit is never counted (envoyproxy/ratelimit counts it unless
 //     STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT is set), so a client that keeps
 //     calling while denied does not extend its own penalty.
-//   - shadow_mode and quota_mode rules are counted and decided, but always
-//     answer OK. unlimited rules answer OK with limit_remaining 2^32-1 and no
+//   - shadow_mode rules are counted and decided, but always answer OK.
+//     quota_mode rules are soft limits, as in envoyproxy/ratelimit since
+//     March 2026: one over its limit answers OVER_LIMIT in its own status
+//     and counts nothing, and the request is over the limit only if every
+//     quota_mode descriptor of it is (or an enforced one is). unlimited rules answer OK with limit_remaining 2^32-1 and no
 //     current_limit, and count nothing.
 //   - A store failure answers UNAVAILABLE (Envoy's failure_mode_deny then
 //     decides whether the request passes).

@@ -43,7 +43,8 @@ func newRule(l *envoyconf.Limit) *rule {
 		Name:      l.Path,
 		Algorithm: ratedb.FixedWindow,
 		Tiers:     []ratedb.Tier{{Scale: l.Unit.Duration(), Limit: int64(l.RequestsPerUnit)}},
-		Shadow:    l.ShadowMode || l.QuotaMode,
+		Shadow:    l.ShadowMode,
+		Quota:     l.QuotaMode,
 	}
 	r.current = &rlsv3.RateLimitResponse_RateLimit{
 		Name:            l.Name,

@@ -206,12 +206,27 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 		return nil, err
 	}
 	now := s.opts.Clock()
+	// As envoyproxy/ratelimit decides the overall code: OVER_LIMIT when an
+	// enforced descriptor is over its limit, or when the request has
+	// quota_mode descriptors and every one of them is (each one over its
+	// limit answers OVER_LIMIT in its own status either way).
+	var over, quotas, quotasOver int
 	for j, i := range owner {
 		st := s.status(rules[i], results, j, now)
-		if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
-			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+		isOver := st.Code == rlsv3.RateLimitResponse_OVER_LIMIT
+		switch {
+		case checks[j].Limit.Quota:
+			quotas++
+			if isOver {
+				quotasOver++
+			}
+		case isOver:
+			over++
 		}
 		resp.Statuses[i] = st
+	}
+	if over > 0 || (quotas > 0 && quotasOver == quotas) {
+		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
 	return resp, nil
 }
