@@ -268,6 +268,50 @@ func TestMergeDomainsFlag(t *testing.T) {
 	assert.EqualValues(t, 1, remaining(resp, 0))
 }
 
+// TestQuotaModeAndMetadata drives the quota_mode and metadata entries of
+// envoyproxy/ratelimit's own example config (examples/ratelimit/config,
+// July 2026) through the binary: a request draws on whichever of its quotas
+// has room, and is over the limit once every one is.
+func TestQuotaModeAndMetadata(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "quota.yaml"), `domain: rl
+descriptors:
+  - key: service
+    value: service_1
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+    metadata:
+      service_with_quota: {name: "service_1"}
+  - key: service
+    value: service_2
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 2}
+    metadata:
+      service_with_quota: {name: "service_2"}
+`)
+	p := startProc(t, filepath.Join(t.TempDir(), "state.db"), "--envoy-config", dir)
+	c := p.client(t, nil)
+	clearOfBoundary(time.Hour, 10*time.Second)
+	codes := func(resp *rlsv3.RateLimitResponse) []rlsv3.RateLimitResponse_Code {
+		var out []rlsv3.RateLimitResponse_Code
+		for _, st := range resp.GetStatuses() {
+			out = append(out, st.GetCode())
+		}
+		return out
+	}
+	both := func() *rlsv3.RateLimitResponse {
+		return call(t, c, "rl", 1, desc("service", "service_1"), desc("service", "service_2"))
+	}
+	resp := both()
+	assert.Equal(t, ok, resp.GetOverallCode())
+	resp = both()
+	assert.Equal(t, ok, resp.GetOverallCode(), "service_2 has room")
+	assert.Equal(t, []rlsv3.RateLimitResponse_Code{over, ok}, codes(resp))
+	resp = both()
+	assert.Equal(t, over, resp.GetOverallCode(), "every quota is used up")
+	assert.Equal(t, []rlsv3.RateLimitResponse_Code{over, over}, codes(resp))
+}
+
 func execServe(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
