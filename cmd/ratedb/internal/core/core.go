@@ -172,7 +172,10 @@ func (c *Core) Decide(ctx context.Context, checks ...Check) (Decision, error) {
 	}
 	if err != nil {
 		if obs := c.opts.Observer; obs != nil {
-			obs.StoreError(checks[0].Limit.Name)
+			// A caller that gave up is not a store failure.
+			if ctx.Err() == nil || !(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				obs.StoreError(checks[0].Limit.Name)
+			}
 			obs.Decided(time.Since(start))
 		}
 		if c.opts.FailOpen && errors.Is(err, ratedb.ErrUnavailable) {

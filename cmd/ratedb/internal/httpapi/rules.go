@@ -150,12 +150,14 @@ func (s *Server) rule(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.opts.Logger.Info("rule stored", "rule", name, "created", created)
-		saved, _ := s.opts.Rules.Current().Get(name)
+		// The rule as stored has rule's Spec (only its generation may
+		// differ). Reading it back from the current set could find nothing:
+		// a concurrent DELETE, or a reload from Redis, may have removed it.
 		code := http.StatusOK
 		if created {
 			code = http.StatusCreated
 		}
-		writeJSON(w, code, map[string]any{"rule": specOf(saved)})
+		writeJSON(w, code, map[string]any{"rule": specOf(rule)})
 	case http.MethodDelete:
 		err := s.opts.Rules.Delete(name)
 		switch {
