@@ -231,33 +231,50 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 	return resp, nil
 }
 
-// decide runs the checks through the core, together or one by one. A nil
-// result slice means the core failed open: every check is then answered OK.
-func (s *Server) decide(ctx context.Context, checks []core.Check) ([]core.CheckResult, error) {
+// decided is the outcome of one check: its result, or failedOpen when the
+// core failed open for it (the check is then answered OK).
+type decided struct {
+	core.CheckResult
+	failedOpen bool
+}
+
+// decide runs the checks through the core, together or one by one. When
+// the core fails open for a set, every check of it failed open; deciding
+// one by one, only the checks whose own decision failed open did, and the
+// others keep their answers.
+func (s *Server) decide(ctx context.Context, checks []core.Check) ([]decided, error) {
+	out := make([]decided, len(checks))
 	if !s.opts.Independent || len(checks) == 1 {
 		d, err := s.core.Decide(ctx, checks...)
 		if err != nil {
 			return nil, err
 		}
-		return d.Results, nil
+		for j := range out {
+			if d.FailedOpen {
+				out[j].failedOpen = true
+			} else {
+				out[j].CheckResult = d.Results[j]
+			}
+		}
+		return out, nil
 	}
-	out := make([]core.CheckResult, len(checks))
 	for j, ch := range checks {
 		d, err := s.core.Decide(ctx, ch)
 		if err != nil {
 			return nil, err
 		}
-		if d.Results == nil {
-			return nil, nil
+		if d.FailedOpen {
+			out[j].failedOpen = true
+		} else {
+			out[j].CheckResult = d.Results[0]
 		}
-		out[j] = d.Results[0]
 	}
 	return out, nil
 }
 
 // status translates check j's result into a descriptor status.
-func (s *Server) status(r *rule, results []core.CheckResult, j int, now time.Time) *rlsv3.RateLimitResponse_DescriptorStatus {
-	if results == nil { // failed open
+func (s *Server) status(r *rule, results []decided, j int, now time.Time) *rlsv3.RateLimitResponse_DescriptorStatus {
+	if results[j].failedOpen {
 		return &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 	}
 	res := results[j]
