@@ -283,6 +283,10 @@ func (db *DB) removeLocked(sh *shard, h uint64, e *entry) (wasHot bool) {
 	db.exp.remove(e)
 	db.memWindows.Add(-1)
 	if e.hot.Load() {
+		// Not hot any more, so that fastStore may reuse its slot: a slot
+		// left to a removed hot entry would shadow the key's next entry
+		// in the fast table, sending every hit on it down the slow path.
+		e.hot.Store(false)
 		db.hotWindows.Add(-1)
 		return true
 	}

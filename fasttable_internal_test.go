@@ -153,3 +153,34 @@ func TestFastTableGrows(t *testing.T) {
 	assert.Equal(t, fastTableSize(1<<17), len(db.fast.Load().b))
 	assert.Equal(t, int64(math.MaxInt64), db.fast.Load().grow)
 }
+
+// TestFastTableForgetsARemovedEntry: a hot entry the janitor removes gives
+// up its fast-table slot, so the key's next entry is found there, not the
+// removed one ahead of it (every hit then took the slow path).
+func TestFastTableForgetsARemovedEntry(t *testing.T) {
+	clk := &settableClock{t: time.UnixMilli(1_767_225_600_000)}
+	db, err := Open("", &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	w, err := db.Window(FixedWindow, time.Second)
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = w.Hit(ctx, "k", 10, 1)
+	require.NoError(t, err)
+	db.cache.Wait()
+	clk.Set(clk.Now().Add(2 * time.Second))
+	n, err := db.Clean()
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the janitor removed the window")
+	for range 3 {
+		_, err = w.Hit(ctx, "k", 10, 1)
+		require.NoError(t, err)
+		db.cache.Wait()
+	}
+	e := db.fastFind(w.hash("k"), w.spec, "k")
+	require.NotNil(t, e)
+	e.mu.Lock()
+	gone := e.gone
+	e.mu.Unlock()
+	assert.False(t, gone, "the fast table returned the removed entry ahead of the live one")
+}
