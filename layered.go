@@ -234,6 +234,11 @@ func (l *Layered) Refund(ctx context.Context, key string, amount int64) ([]int64
 // room the hit did not take. A denied r counted nothing, and Undo does
 // nothing. Undo opens no window.
 //
+// A window is known by its end. After a Reset, the first hit opens a window
+// that, with FixedWindow and StaggeredWindow, ends when the cleared one
+// did: an Undo of a hit made before the Reset then takes from that new
+// window. Do not undo across a Reset.
+//
 // Like Refund, an undo is one step with respect to every other call on the
 // key.
 func (l *Layered) Undo(ctx context.Context, key string, r Result, increment int64) error {

@@ -180,6 +180,11 @@ func (w *Window) Refund(ctx context.Context, key string, amount int64) (int64, t
 // an undo never gives back room the hit did not take. A denied r counted
 // nothing, and Undo does nothing. Undo opens no window.
 //
+// A window is known by its end. After a Reset, the first hit opens a window
+// that, with FixedWindow and StaggeredWindow, ends when the cleared one
+// did: an Undo of a hit made before the Reset then takes from that new
+// window. Do not undo across a Reset.
+//
 // Like Refund, an undo is one step with respect to every other call on the
 // key. Use it when a hit must be taken back because something decided
 // after it failed: ratedb serve undoes the hits of a set of checks that a

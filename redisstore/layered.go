@@ -144,6 +144,11 @@ func (l *Layered) Refund(ctx context.Context, key string, amount int64) ([]int64
 // alone: an undo never gives back room the hit did not take. A denied r
 // counted nothing, and Undo does nothing. Undo opens no window.
 //
+// A window is known by its end. After a Reset, the first hit opens a window
+// that, with FixedWindow and StaggeredWindow, ends when the cleared one
+// did: an Undo of a hit made before the Reset then takes from that new
+// window. Do not undo across a Reset.
+//
 // An undo is one script, one step with respect to every other call on the
 // key from any process. Like a refund it is sent at most once: after a
 // network error the hit may still be counted (too high, never too low).
