@@ -69,7 +69,9 @@ end
 // It returns {allowed, now, c1, e1, fits1, c2, e2, fits2, …}, the counts
 // being those after the call. A hit is allowed only if every tier has room;
 // then every tier counts it, else nothing changes. Inc counts without a
-// check and fails with RATEDB_OVERFLOW past MaxCount.
+// check and fails with RATEDB_OVERFLOW followed by the (storage) index of
+// every tier it would take past MaxCount, having stored a capped end as the
+// embedded DB does.
 //
 // Deduplication: a counted call stores its reply under KEYS[2] (SET NX, for
 // the dedup TTL) before it writes the counter; if KEYS[2] already exists,
@@ -86,7 +88,7 @@ local st
 local cur = redis.call('GET', KEYS[1])
 if cur then st = decode(cur) else st = {} end
 local reply = {1, now}
-local slack, capped = 0, false
+local slack, capped, over = 0, false, nil
 for i = 1, n do
   local b = 4 + 3 * (i - 1)
   local scale, off, limit = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
@@ -103,11 +105,11 @@ for i = 1, n do
       fits, reply[1] = 0, 0
     end
   elseif c > 9007199254740991 - inc then
-    return redis.error_reply('RATEDB_OVERFLOW ' .. (i - 1))
+    if over then over = over .. ' ' .. (i - 1) else over = tostring(i - 1) end
   end
   reply[3 * i], reply[3 * i + 1], reply[3 * i + 2] = c, e, fits
 end
-if reply[1] == 0 then
+if reply[1] == 0 or over then
   if dk then
     local prev = redis.call('GET', dk)
     if prev then return decode(prev) end
@@ -117,6 +119,7 @@ if reply[1] == 0 then
     for i = 2, #st, 2 do if st[i] > maxEnd then maxEnd = st[i] end end
     redis.call('SET', KEYS[1], encode(st), 'PX', maxEnd - now + slack)
   end
+  if over then return redis.error_reply('RATEDB_OVERFLOW ' .. over) end
   return reply
 end
 local state, maxEnd = {}, 0
@@ -159,7 +162,7 @@ local slack = 0
 if ARGV[1] ~= '' then slack = scale end
 if e > now + scale then
   e = now + scale
-  if mode == 'h' and c > limit - inc then
+  if (mode == 'h' and c > limit - inc) or (mode ~= 'h' and c > 9007199254740991 - inc) then
     redis.call('SET', KEYS[1], string.format('%d,%d', c, e), 'PX', e - now + slack)
   end
 elseif e <= now then

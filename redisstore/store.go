@@ -197,9 +197,14 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 // A ClusterClient never qualifies: before a command it may look up the
 // cluster's command table under a context of its own (5 seconds in go-redis
 // v9), so a call can outlast its deadline while a node does not answer.
+//
+// A read or write timeout of -2 (go-redis then never sets a socket
+// deadline, the context's included; its Options hold -1 once the client is
+// built) disqualifies it too.
 func honoursDeadlines(client redis.UniversalClient) bool {
 	if c, ok := client.(*redis.Client); ok {
-		return c.Options().ContextTimeoutEnabled
+		o := c.Options()
+		return o.ContextTimeoutEnabled && o.ReadTimeout >= 0 && o.WriteTimeout >= 0
 	}
 	return false
 }
@@ -275,15 +280,25 @@ func (s *Store) run(ctx context.Context, sc *script, once bool, keys []string, a
 	return nil, fmt.Errorf("%w: redisstore: %w", ratedb.ErrUnavailable, err)
 }
 
-// overflowTier reports whether err is a script's overflow error and for
-// which tier.
-func overflowTier(err error) (int, bool) {
+// overflowTier reports whether err is a script's overflow error and, of the
+// tiers it names (in storage order), the first in the order pos maps from
+// (nil: storage order).
+func overflowTier(err error, pos []int) (int, bool) {
 	var re redis.Error
 	if !errors.As(err, &re) || !strings.HasPrefix(re.Error(), errOverflow) {
 		return 0, false
 	}
-	i, _ := strconv.Atoi(strings.TrimPrefix(re.Error(), errOverflow))
-	return i, true
+	first := -1
+	for _, f := range strings.Fields(strings.TrimPrefix(re.Error(), errOverflow)) {
+		i, _ := strconv.Atoi(f)
+		if j := slices.Index(pos, i); j >= 0 {
+			i = j
+		}
+		if first < 0 || i < first {
+			first = i
+		}
+	}
+	return max(first, 0), true
 }
 
 // spec is what a Window or Layered limiter is: an algorithm and one scale
@@ -350,14 +365,11 @@ func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64
 	}
 	v, err := sp.s.run(ctx, sc, sp.s.dedupMS == "", keys, args...)
 	if err != nil {
-		if i, ok := overflowTier(err); ok {
-			if len(sp.scales) == 1 {
+		// The tier is named as the caller gave it (the embedded DB's
+		// Layered.Inc names the first such tier); a Window (nil pos) has none.
+		if i, ok := overflowTier(err, pos); ok {
+			if pos == nil {
 				return false, 0, nil, fmt.Errorf("%w: increment %d would overflow the count", ratedb.ErrInvalidArgument, increment)
-			}
-			// i is the tier's place in storage order; name it as the
-			// caller gave it.
-			if j := slices.Index(pos, i); j >= 0 {
-				i = j
 			}
 			return false, 0, nil, fmt.Errorf("%w: increment %d would overflow tier %d's count", ratedb.ErrInvalidArgument, increment, i)
 		}
