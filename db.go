@@ -35,6 +35,12 @@ type DB struct {
 	kot        int64     // Options.KeyOlderThan in milliseconds
 	log        *slog.Logger
 
+	// treeDamaged is set when the blocks bucket's page tree failed
+	// layout.CheckTree at Open, until a rebuild replaces the file: look-ups
+	// in the file then fail, since bbolt's cursors recurse or loop without
+	// end down a cycle, a fatal error (see loadFile).
+	treeDamaged atomic.Bool
+
 	shards [numShards]shard
 	fast   atomic.Pointer[fastTable] // see fasttable.go
 

@@ -120,7 +120,7 @@ func (db *DB) openPath() error {
 	if err != nil {
 		return err
 	}
-	_, metaDamaged, err := validateFile(db.path)
+	m, metaDamaged, err := validateFile(db.path)
 	unlock()
 	if err != nil {
 		return err
@@ -139,7 +139,7 @@ func (db *DB) openPath() error {
 		return err
 	}
 	db.bolt = bdb
-	if err := db.loadFile(); err != nil {
+	if err := db.loadFile(m); err != nil {
 		_ = bdb.Close()
 		db.bolt = nil
 		return err
@@ -151,9 +151,20 @@ func (db *DB) openPath() error {
 // format ratedb/1, and reads the secret and the window count. The blocks'
 // headers are read by the audit after Open (auditFile), through its own
 // reads of the file.
-func (db *DB) loadFile() error {
+func (db *DB) loadFile(m bmeta) error {
+	// First the shape of the buckets' page trees (validateFile checked the
+	// root bucket's): bbolt's cursors recurse or loop without end down a
+	// cycle, and no read of a bucket may reach one. The meta bucket must
+	// be sound to open the file at all, and so must a ratedb/1 file's
+	// buckets, which the migration reads whole; damage in the blocks
+	// bucket instead makes look-ups in the file fail with ErrCorrupt
+	// until the audit after Open has rebuilt it (treeDamaged).
 	var legacy bool
-	err := db.view(func(tx *bolt.Tx) error {
+	blocksErr, err := db.checkTrees(m)
+	if err != nil {
+		return err
+	}
+	err = db.view(func(tx *bolt.Tx) error {
 		mb := tx.Bucket(layout.BucketMeta)
 		if mb == nil {
 			return fmt.Errorf("%w: not a ratedb database (missing buckets)", ErrCorrupt)
@@ -169,9 +180,16 @@ func (db *DB) loadFile() error {
 		return err
 	}
 	if legacy {
+		if blocksErr != nil {
+			return fmt.Errorf("%w: a ratedb/1 file with damaged pages: %v", ErrCorrupt, blocksErr)
+		}
 		if err := db.migrateV1(); err != nil {
 			return err
 		}
+	} else if blocksErr != nil {
+		db.treeDamaged.Store(true)
+		db.log.Error("ratedb: the file's blocks of windows have damaged pages: look-ups in the file fail until it is rebuilt, right after Open",
+			"path", db.path, "err", blocksErr)
 	}
 	return db.view(func(tx *bolt.Tx) error {
 		mb, bb := tx.Bucket(layout.BucketMeta), tx.Bucket(layout.BucketBlocks)
@@ -190,6 +208,50 @@ func (db *DB) loadFile() error {
 		db.stats.diskWindows.Store(windows)
 		return nil
 	})
+}
+
+// checkTrees checks (layout.CheckTree) the page trees of the buckets of
+// the file just opened at the meta page m, reading it through a memory map: the meta bucket's,
+// whose damage is the error err, and those of the blocks bucket (or a
+// ratedb/1 file's windows and index buckets), whose damage is blocksErr.
+// Only the root bucket's tree, which validateFile checked, is read through
+// bbolt.
+func (db *DB) checkTrees(m bmeta) (blocksErr, err error) {
+	var meta uint64
+	var data []uint64
+	if err := db.view(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{layout.BucketMeta, layout.BucketBlocks, layout.LegacyBucketWindows, layout.LegacyBucketIndex} {
+			b := tx.Bucket(name)
+			if b == nil || b.Root() == 0 { // missing, or inline in its parent
+				continue
+			}
+			if string(name) == string(layout.BucketMeta) {
+				meta = uint64(b.Root())
+			} else {
+				data = append(data, uint64(b.Root()))
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(db.path)
+	if err != nil {
+		return nil, fmt.Errorf("ratedb: %w", err)
+	}
+	defer f.Close()
+	r, unmap := layout.Mapped(f, int64(m.pgid)*int64(m.pageSize))
+	defer unmap()
+	err = guard(func() error {
+		if meta != 0 {
+			if err := layout.CheckTree(r, int64(m.pageSize), m.pgid, meta); err != nil {
+				return fmt.Errorf("%w: the meta bucket's pages: %v", ErrCorrupt, err)
+			}
+		}
+		blocksErr = layout.CheckTree(r, int64(m.pageSize), m.pgid, data...)
+		return nil
+	})
+	return blocksErr, err
 }
 
 // createFile creates an empty ratedb database at path atomically: it is built
@@ -339,6 +401,11 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 				db.maybeBuildPresence()
 			}
 		}
+		if db.treeDamaged.Load() {
+			// bbolt's Seek would recurse down the damaged tree (see
+			// loadFile) until the audit's rebuild replaces the file.
+			return dst[:0], false, fmt.Errorf("%w: the file's blocks of windows have damaged pages (until the file is rebuilt)", ErrCorrupt)
+		}
 		err = db.view(func(tx *bolt.Tx) error {
 			bk, v := layout.SeekBlock(tx.Bucket(layout.BucketBlocks).Cursor(), layout.Hash(db.secret, k))
 			if v == nil {
@@ -431,6 +498,22 @@ func validateFile(path string) (m bmeta, metaDamaged bool, err error) {
 	}
 	if flags, overflow, ok := readPageHeader(f, int64(m.root)*ps); !ok || flags&(pageBranch|pageLeaf) == 0 || m.root+uint64(overflow) >= m.pgid {
 		return bmeta{}, false, fmt.Errorf("%w: bad root page", ErrCorrupt)
+	}
+	// bbolt's look-up of a bucket would recurse without end down a cycle
+	// in the root bucket's pages (one leaf page in a ratedb file).
+	if err := layout.CheckTree(f, ps, m.pgid, m.root); err != nil {
+		return bmeta{}, false, fmt.Errorf("%w: bad root page tree: %v", ErrCorrupt, err)
+	}
+	if m.freelist == ^uint64(0) {
+		// No freelist (written by a bbolt with NoFreelistSync, as other
+		// applications' files can be; ratedb always writes it): bbolt
+		// rebuilds it at Open by reading every page on a goroutine of its
+		// own, where a damaged page's panic or fault ends the process.
+		// So every page is checked first.
+		a := newPageAudit(f, m)
+		if a.run(m.root); a.err != nil || a.damaged > 0 {
+			return bmeta{}, false, fmt.Errorf("%w: damaged pages in a file without a freelist", ErrCorrupt)
+		}
 	}
 	if m.freelist != ^uint64(0) {
 		if flags, overflow, ok := readPageHeader(f, int64(m.freelist)*ps); !ok || flags&pageFreelist == 0 || m.freelist+uint64(overflow) >= m.pgid {

@@ -198,6 +198,7 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 	}
 	old := db.bolt
 	db.bolt, db.secret, db.blocks = nb, secret, blocks
+	db.treeDamaged.Store(false)
 	db.dropPresence()
 	db.boltMu.Unlock()
 	_ = old.Close()

@@ -1,0 +1,299 @@
+package ratedb
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb/internal/layout"
+	bolt "go.etcd.io/bbolt"
+)
+
+// runChild runs the calling test again in a child process with
+// RATEDB_TEST_CHILD=1 and fails if the child crashes, is killed or runs
+// longer than limit: a fatal runtime error (stack overflow, out of memory)
+// cannot be recovered, so only a parent can see it. It returns true in the
+// child, which runs the test's body.
+func runChild(t *testing.T, limit time.Duration) bool {
+	t.Helper()
+	if os.Getenv("RATEDB_TEST_CHILD") == "1" {
+		// Keep a runaway child small: a goroutine stack of 64 MiB (the
+		// default limit is 1 GB) and 6 GiB of address space (room for two
+		// bbolt maps of 1 GiB while a rebuild runs). Both only make the
+		// same failure come sooner.
+		debug.SetMaxStack(64 << 20)
+		_ = syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: 6 << 30, Max: 6 << 30})
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "RATEDB_TEST_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("child hung (killed after %v); output:\n%s", limit, firstLines(out))
+	}
+	if err != nil {
+		t.Fatalf("child failed: %v; output:\n%s", err, firstLines(out))
+	}
+	return false
+}
+
+func firstLines(b []byte) string {
+	s := string(b)
+	lines := strings.Split(s, "\n")
+	if len(lines) > 12 {
+		lines = lines[:12]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// branchOf returns the id of a branch page of bucket in the closed file at
+// path, its number of elements, and the page size.
+func branchOf(t *testing.T, path, bucket string) (uint64, int, int64) {
+	t.Helper()
+	m, _, err := validateFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a := newPageAudit(f, m)
+	var id uint64
+	var count int
+	a.visit = func(pid uint64, b string, page []byte) {
+		if b == bucket && id == 0 && binary.LittleEndian.Uint16(page[8:]) == pageBranch {
+			id, count = pid, int(binary.LittleEndian.Uint16(page[10:]))
+		}
+	}
+	a.run(m.root)
+	if a.err != nil || a.damaged != 0 || id == 0 || count < 2 {
+		t.Fatalf("no branch page of %d+ elements in bucket %q (damaged %d, %v)", 2, bucket, a.damaged, a.err)
+	}
+	return id, count, int64(m.pageSize)
+}
+
+// pointChildAt makes element i of the branch page id point to page to, as
+// damage to its child id would.
+func pointChildAt(t *testing.T, path string, ps int64, id uint64, i int, to uint64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], to)
+	if _, err := f.WriteAt(b[:], int64(id)*ps+pageHeader+int64(i)*elemSize+8); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCycleInBlocksTreeWhileRebuildFails: a branch page of the blocks
+// bucket whose child id points back at itself. bbolt's Seek would recurse
+// down the cycle until the goroutine's stack overflowed, a fatal error no
+// recover catches. Open finds the cycle (layout.CheckTree): look-ups in the
+// file fail with ErrCorrupt, and go on failing while the rebuild cannot run
+// (here it fails, as on a full disk).
+func TestCycleInBlocksTreeWhileRebuildFails(t *testing.T) {
+	if !runChild(t, 60*time.Second) {
+		return
+	}
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	const n = 2000
+	fillFile(t, path, now, n)
+	id, count, ps := branchOf(t, path, string(layout.BucketBlocks))
+	pointChildAt(t, path, ps, id, count/2, id)
+
+	testRebuildHook = func() error { return errors.New("injected: no space left") }
+	defer func() { testRebuildHook = nil }()
+	db, w := openWindow(t, path, now)
+	defer db.Close()
+	_ = db.Snapshot() // waits for the audit (and the failed rebuild)
+	for i := range n {
+		_, err := w.Inc(context.Background(), fmt.Sprintf("audit-key-%04d", i), 1)
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Inc of a key in the file = %v, want ErrCorrupt", err)
+		}
+	}
+}
+
+// TestCycleInBlocksTreeBeforeRebuild: the same damage, with hits made while
+// the audit's rebuild has not yet replaced the file (on a large file it
+// takes seconds; the hook holds it here). They fail with ErrCorrupt, and
+// once the file is rebuilt every window of it reads again.
+func TestCycleInBlocksTreeBeforeRebuild(t *testing.T) {
+	if !runChild(t, 60*time.Second) {
+		return
+	}
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	const n = 2000
+	fillFile(t, path, now, n)
+	id, count, ps := branchOf(t, path, string(layout.BucketBlocks))
+	pointChildAt(t, path, ps, id, count/2, id)
+
+	release := make(chan struct{})
+	testRebuildHook = func() error { <-release; return nil }
+	defer func() { testRebuildHook = nil }()
+	db, w := openWindow(t, path, now)
+	defer db.Close()
+	ctx := context.Background()
+	for i := range n {
+		_, err := w.Inc(ctx, fmt.Sprintf("audit-key-%04d", i), 1)
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Inc of a key in the file = %v, want ErrCorrupt", err)
+		}
+	}
+	close(release)
+	if err := db.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for i := range n {
+		c, err := w.Get(ctx, fmt.Sprintf("audit-key-%04d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c > 0 {
+			found++
+		}
+	}
+	// The rebuild keeps every block in a sound place: all but those
+	// below the damaged link.
+	if found == 0 || found == n {
+		t.Fatalf("after the rebuild %d of %d windows read back; want most, not all (the cycle hid a subtree)", found, n)
+	}
+	t.Logf("after the rebuild %d of %d windows read back", found, n)
+}
+
+// TestCycleInFormat1File: a ratedb/1 file whose windows bucket has a
+// branch page pointing at itself. Open migrates it before any audit and
+// must return an error, not crash or hang.
+func TestCycleInFormat1File(t *testing.T) {
+	if !runChild(t, 60*time.Second) {
+		return
+	}
+	path := filepath.Join(t.TempDir(), "rate.db")
+	prefix := specPrefix(FixedWindow, []int64{3_600_000}, false)
+	end := fixtureBase.Add(time.Hour).UnixMilli()
+	recs := map[string][]counter{}
+	for i := range 5000 {
+		recs[string(prefix)+fmt.Sprintf("key-%05d", i)] = []counter{{Count: 1, End: end}}
+	}
+	writeFormat1(t, path, recs, nil)
+	id, count, ps := branchOf(t, path, string(layout.LegacyBucketWindows))
+	pointChildAt(t, path, ps, id, count/2, id)
+
+	db, err := Open(path, &Options{Clock: func() time.Time { return fixtureBase }, SnapshotPeriod: -1, CleanPeriod: -1})
+	if err == nil {
+		db.Close()
+	}
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestCycleInRootPage: the root bucket's page turned into a branch
+// page whose one child is itself (a damaged page type and count, or a
+// foreign bbolt file). validateFile accepts a branch root; bbolt's look-up
+// of the meta bucket in loadFile then recurses without end. Open must
+// return ErrCorrupt.
+func TestCycleInRootPage(t *testing.T) {
+	if !runChild(t, 60*time.Second) {
+		return
+	}
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 10)
+	m, _, err := validateFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := int64(m.pageSize)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p [pageHeader + elemSize]byte
+	le := binary.LittleEndian
+	le.PutUint64(p[0:], m.root)
+	le.PutUint16(p[8:], pageBranch)
+	le.PutUint16(p[10:], 1)
+	le.PutUint32(p[16:], elemSize) // the key right after the element: empty
+	le.PutUint32(p[20:], 0)
+	le.PutUint64(p[24:], m.root)
+	if _, err := f.WriteAt(p[:], int64(m.root)*ps); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, oc := range []CorruptPolicy{CorruptFail, CorruptMoveAside} {
+		db, err := Open(path, &Options{SnapshotPeriod: -1, CleanPeriod: -1, OnCorrupt: oc})
+		if oc == CorruptFail && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Open = %v, want ErrCorrupt", err)
+		}
+		if db != nil {
+			db.Close()
+		}
+	}
+}
+
+// TestNoFreelistDamagedPage: a file whose meta page records no freelist
+// (written by bbolt with NoFreelistSync, as other applications' files can
+// be) and one damaged page header (its id). bbolt's Open would rebuild the
+// freelist by walking every page on a goroutine of its own, where the
+// damaged page's panic cannot be recovered: Open must return ErrCorrupt.
+func TestNoFreelistDamagedPage(t *testing.T) {
+	if !runChild(t, 60*time.Second) {
+		return
+	}
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 2000)
+	// One write by a bbolt that does not sync its freelist.
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(layout.BucketMeta).Put([]byte("x"), []byte("y"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bdb.Close()
+	m, _, err := validateFile(path)
+	if err != nil || m.freelist != ^uint64(0) {
+		t.Fatalf("validateFile = %+v, %v; want a meta without freelist", m, err)
+	}
+	leaves, ps := windowLeaves(t, path)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], leaves[1]+12345) // the page's own id, damaged
+	if _, err := f.WriteAt(b[:], int64(leaves[1])*ps); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	db, err := Open(path, &Options{SnapshotPeriod: -1, CleanPeriod: -1})
+	if err == nil {
+		db.Close()
+	}
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open = %v, want ErrCorrupt", err)
+	}
+}
