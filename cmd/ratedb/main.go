@@ -114,6 +114,8 @@ func runServe(args []string, stderr io.Writer) error {
 	fs.BoolVar(&c.Envoy.IgnoreDotFiles, "envoy-config-ignore-dotfiles", false, "skip files and directories of --envoy-config whose names start with a dot, as envoyproxy/ratelimit's RUNTIME_IGNOREDOTFILES=true (set it for a Kubernetes ConfigMap volume)")
 	fs.BoolVar(&c.Envoy.MergeDomains, "envoy-config-merge-domains", false, "merge the descriptors of a domain declared in several files of --envoy-config instead of refusing it, as envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG=true")
 	fs.DurationVar(&c.Envoy.Poll, "envoy-config-poll", 2*time.Second, "how often --envoy-config's files are checked for changes (0: only on SIGHUP)")
+	fs.BoolVar(&c.Envoy.ShadowMode, "envoy-shadow-mode", false, "answer every Envoy request OK overall, whatever its limits decide (statuses and counting unchanged), as envoyproxy/ratelimit's SHADOW_MODE=true")
+	fs.BoolVar(&c.Envoy.QuotaMode, "envoy-quota-mode", false, "treat every Envoy limit as quota_mode, as envoyproxy/ratelimit's QUOTA_MODE=true")
 	fs.BoolVar(&c.Envoy.Independent, "envoy-independent", false, "count each descriptor of a request on its own, as envoyproxy/ratelimit does (default: all-or-nothing)")
 	fs.StringVar(&c.Envoy.TLSCert, "grpc-tls-cert", "", "TLS certificate `PATH` (PEM) of the gRPC server")
 	fs.StringVar(&c.Envoy.TLSKey, "grpc-tls-key", "", "TLS private key `PATH` (PEM) of the gRPC server")

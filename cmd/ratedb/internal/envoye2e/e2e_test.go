@@ -312,6 +312,33 @@ descriptors:
 	assert.Equal(t, []rlsv3.RateLimitResponse_Code{over, over}, codes(resp))
 }
 
+// TestGlobalModeFlags: --envoy-shadow-mode (SHADOW_MODE=true) answers OK
+// overall whatever the limits decide; --envoy-quota-mode (QUOTA_MODE=true)
+// makes every limit a quota_mode one.
+func TestGlobalModeFlags(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "g.yaml"), "domain: g\ndescriptors:\n  - {key: a, rate_limit: {unit: hour, requests_per_unit: 1}}\n  - {key: b, rate_limit: {unit: hour, requests_per_unit: 2}}\n")
+	clearOfBoundary(time.Hour, 10*time.Second)
+
+	p := startProc(t, filepath.Join(t.TempDir(), "state.db"), "--envoy-config", dir, "--envoy-shadow-mode")
+	c := p.client(t, nil)
+	call(t, c, "g", 1, desc("a", "x"))
+	resp := call(t, c, "g", 1, desc("a", "x"))
+	assert.Equal(t, ok, resp.GetOverallCode(), "shadow mode")
+	assert.Equal(t, over, resp.GetStatuses()[0].GetCode())
+	p.stop(t)
+
+	p = startProc(t, filepath.Join(t.TempDir(), "state.db"), "--envoy-config", dir, "--envoy-quota-mode")
+	c = p.client(t, nil)
+	call(t, c, "g", 1, desc("a", "x"), desc("b", "x"))
+	assert.Equal(t, ok, call(t, c, "g", 1, desc("a", "x"), desc("b", "x")).GetOverallCode(), "b's quota has room")
+	assert.Equal(t, over, call(t, c, "g", 1, desc("a", "x"), desc("b", "x")).GetOverallCode(), "both quotas used up")
+
+	out, err := execServe(t, "--db", filepath.Join(t.TempDir(), "s.db"), "--http", "127.0.0.1:0", "--envoy-shadow-mode")
+	require.Error(t, err)
+	assert.Contains(t, out, "need --grpc")
+}
+
 func execServe(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -2,7 +2,6 @@ package grpcapi
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/ratedb/ratedb"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
-	"github.com/ratedb/ratedb/cmd/ratedb/internal/envoyconf"
 )
 
 // downStore fails every Hit of a key holding "down" with ErrUnavailable.
@@ -38,14 +36,8 @@ func (w downWindow) Hit(ctx context.Context, key string, limit, increment int64)
 // fails open answers OK on its own: the others keep their answers, an
 // OVER_LIMIT included.
 func TestIndependentFailOpenKeepsOtherAnswers(t *testing.T) {
-	cfg, err := envoyconf.Parse([]envoyconf.File{{Name: "f.yaml", Data: []byte(gapConfig)}})
-	require.NoError(t, err)
-	clock := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC) }
-	db, err := ratedb.Open(filepath.Join(t.TempDir(), "f.db"), &ratedb.Options{Clock: clock})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	c := core.New(downStore{core.DBStore{DB: db}}, core.Options{Clock: clock, FailOpen: true})
-	s := New(c, cfg, &Options{Clock: clock, Independent: true})
+	s := testServer(t, gapConfig, Options{Independent: true}, core.Options{FailOpen: true},
+		func(st core.DBStore) core.Store { return downStore{st} })
 	check := func(descs ...*ratelimitv3.RateLimitDescriptor) *rlsv3.RateLimitResponse {
 		resp, err := s.Check(context.Background(), &rlsv3.RateLimitRequest{Domain: "gap", Descriptors: descs})
 		require.NoError(t, err)

@@ -55,13 +55,26 @@ descriptors:
 
 func gapServer(t *testing.T) *Server {
 	t.Helper()
-	cfg, err := envoyconf.Parse([]envoyconf.File{{Name: "gap.yaml", Data: []byte(gapConfig)}})
+	return testServer(t, gapConfig, Options{}, core.Options{}, nil)
+}
+
+// testServer serves config (one YAML file) from a fresh embedded DB whose
+// clock stands at 2026-01-01 00:00:30 UTC, through wrap's store if wrap is
+// not nil.
+func testServer(t *testing.T, config string, opts Options, copts core.Options, wrap func(core.DBStore) core.Store) *Server {
+	t.Helper()
+	cfg, err := envoyconf.Parse([]envoyconf.File{{Name: "test.yaml", Data: []byte(config)}})
 	require.NoError(t, err)
 	clock := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC) }
-	db, err := ratedb.Open(filepath.Join(t.TempDir(), "g.db"), &ratedb.Options{Clock: clock})
+	db, err := ratedb.Open(filepath.Join(t.TempDir(), "test.db"), &ratedb.Options{Clock: clock})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	return New(core.New(core.DBStore{DB: db}, core.Options{Clock: clock}), cfg, &Options{Clock: clock})
+	var store core.Store = core.DBStore{DB: db}
+	if wrap != nil {
+		store = wrap(core.DBStore{DB: db})
+	}
+	opts.Clock, copts.Clock = clock, clock
+	return New(core.New(store, copts), cfg, &opts)
 }
 
 func gapDesc(k, v string) *ratelimitv3.RateLimitDescriptor {

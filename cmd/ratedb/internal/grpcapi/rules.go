@@ -26,15 +26,17 @@ type compiled struct {
 	rules map[*envoyconf.Limit]*rule
 }
 
-func compile(cfg *envoyconf.Config) *compiled {
+// compile builds the rules of cfg; with quota, every one is a quota_mode
+// limit (Options.QuotaMode).
+func compile(cfg *envoyconf.Config, quota bool) *compiled {
 	c := &compiled{cfg: cfg, rules: map[*envoyconf.Limit]*rule{}}
 	for _, r := range cfg.Rules() {
-		c.rules[r.Limit] = newRule(r.Limit)
+		c.rules[r.Limit] = newRule(r.Limit, quota)
 	}
 	return c
 }
 
-func newRule(l *envoyconf.Limit) *rule {
+func newRule(l *envoyconf.Limit, quota bool) *rule {
 	r := &rule{name: l.Name, replaces: l.Replaces, unlimited: l.Unlimited}
 	if l.Unlimited {
 		return r
@@ -44,7 +46,7 @@ func newRule(l *envoyconf.Limit) *rule {
 		Algorithm: ratedb.FixedWindow,
 		Tiers:     []ratedb.Tier{{Scale: l.Unit.Duration(), Limit: int64(l.RequestsPerUnit)}},
 		Shadow:    l.ShadowMode,
-		Quota:     l.QuotaMode,
+		Quota:     l.QuotaMode || quota,
 	}
 	r.current = &rlsv3.RateLimitResponse_RateLimit{
 		Name:            l.Name,
@@ -74,7 +76,7 @@ type overrides struct {
 	rules map[overrideKey]*rule
 }
 
-func (o *overrides) get(requests uint32, unit envoyconf.Unit) *rule {
+func (o *overrides) get(requests uint32, unit envoyconf.Unit, quota bool) *rule {
 	k := overrideKey{requests, unit}
 	o.mu.RLock()
 	r := o.rules[k]
@@ -82,7 +84,7 @@ func (o *overrides) get(requests uint32, unit envoyconf.Unit) *rule {
 	if r != nil {
 		return r
 	}
-	r = newRule(&envoyconf.Limit{Path: overrideRuleName, RequestsPerUnit: requests, Unit: unit})
+	r = newRule(&envoyconf.Limit{Path: overrideRuleName, RequestsPerUnit: requests, Unit: unit}, quota)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if prev := o.rules[k]; prev != nil {

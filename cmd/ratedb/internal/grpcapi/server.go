@@ -43,6 +43,16 @@ type Options struct {
 	Logger *slog.Logger
 	// Load says which files Reload reads from a config directory.
 	Load envoyconf.LoadOptions
+	// ShadowMode answers OK overall whatever the limits decide, as
+	// envoyproxy/ratelimit's SHADOW_MODE=true: the descriptors' statuses
+	// and their counting are those the request would get without it (so
+	// in all-or-nothing mode a request over a limit passes uncounted).
+	// Default false.
+	ShadowMode bool
+	// QuotaMode makes every limit, per-request overrides included, a
+	// quota_mode limit, as envoyproxy/ratelimit's QUOTA_MODE=true.
+	// Default false.
+	QuotaMode bool
 }
 
 // Server implements envoy.service.ratelimit.v3.RateLimitService on a core.
@@ -80,7 +90,7 @@ func New(c *core.Core, cfg *envoyconf.Config, opts *Options) *Server {
 
 // SetConfig replaces the rules atomically. Counts are kept: a rule's
 // counters are identified by its descriptor and unit, not by its limit.
-func (s *Server) SetConfig(cfg *envoyconf.Config) { s.cfg.Store(compile(cfg)) }
+func (s *Server) SetConfig(cfg *envoyconf.Config) { s.cfg.Store(compile(cfg, s.opts.QuotaMode)) }
 
 // Config returns the rules in use.
 func (s *Server) Config() *envoyconf.Config { return s.cfg.Load().cfg }
@@ -135,7 +145,7 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 			if unit.Duration() == 0 {
 				return nil, fmt.Errorf("%w: descriptor %d: limit override with unknown unit %d", ErrInvalidRequest, i, o.GetUnit())
 			}
-			rules[i] = s.overrides.get(o.GetRequestsPerUnit(), unit)
+			rules[i] = s.overrides.get(o.GetRequestsPerUnit(), unit, s.opts.QuotaMode)
 			continue
 		}
 		entries = entries[:0]
@@ -225,7 +235,7 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 		}
 		resp.Statuses[i] = st
 	}
-	if over > 0 || (quotas > 0 && quotasOver == quotas) {
+	if (over > 0 || (quotas > 0 && quotasOver == quotas)) && !s.opts.ShadowMode {
 		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
 	return resp, nil

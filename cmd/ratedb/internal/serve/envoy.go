@@ -16,7 +16,8 @@ import (
 // EnvoyConfig is what the Envoy rate limit service is told by its flags
 // (see main.go): --grpc, --envoy-config, --envoy-independent,
 // --envoy-config-poll, --envoy-config-ignore-dotfiles,
-// --envoy-config-merge-domains, --grpc-tls-cert,
+// --envoy-config-merge-domains, --envoy-shadow-mode, --envoy-quota-mode,
+// --grpc-tls-cert,
 // --grpc-tls-key, --grpc-client-ca.
 type EnvoyConfig struct {
 	GRPC           string
@@ -25,6 +26,8 @@ type EnvoyConfig struct {
 	Poll           time.Duration
 	IgnoreDotFiles bool
 	MergeDomains   bool
+	ShadowMode     bool
+	QuotaMode      bool
 	TLSCert        string
 	TLSKey         string
 	TLSClientCA    string
@@ -41,6 +44,9 @@ func (e *EnvoyConfig) validate(p []string) []string {
 	if e.GRPC == "" {
 		if e.Config != "" {
 			p = append(p, "--envoy-config needs --grpc")
+		}
+		if e.ShadowMode || e.QuotaMode {
+			p = append(p, "--envoy-shadow-mode and --envoy-quota-mode need --grpc")
 		}
 		if e.TLSCert != "" || e.TLSKey != "" || e.TLSClientCA != "" {
 			p = append(p, "--grpc-tls-* need --grpc")
@@ -90,14 +96,16 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 	if err != nil {
 		return nil, err
 	}
-	srv := grpcapi.New(cr, cfg, &grpcapi.Options{Independent: e.Independent, Logger: log, Load: lo})
+	srv := grpcapi.New(cr, cfg, &grpcapi.Options{Independent: e.Independent, Logger: log, Load: lo,
+		ShadowMode: e.ShadowMode, QuotaMode: e.QuotaMode})
 	g, health := grpcapi.NewGRPCServer(srv, tlsConf)
 	ln, err := net.Listen("tcp", e.GRPC)
 	if err != nil {
 		return nil, fmt.Errorf("--grpc: %w", err)
 	}
 	log.Info("listening (gRPC, Envoy rate limit service)", "addr", ln.Addr().String(), "tls", tlsConf != nil,
-		"client_certs", tlsConf != nil && tlsConf.ClientCAs != nil, "all_or_nothing", !e.Independent)
+		"client_certs", tlsConf != nil && tlsConf.ClientCAs != nil, "all_or_nothing", !e.Independent,
+		"shadow_mode", e.ShadowMode, "quota_mode", e.QuotaMode)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() {
