@@ -1,6 +1,7 @@
 package ratedb
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -198,13 +199,7 @@ func TestCycleInFormat1File(t *testing.T) {
 	id, count, ps := branchOf(t, path, string(layout.LegacyBucketWindows))
 	pointChildAt(t, path, ps, id, count/2, id)
 
-	db, err := Open(path, &Options{Clock: func() time.Time { return fixtureBase }, SnapshotPeriod: -1, CleanPeriod: -1})
-	if err == nil {
-		db.Close()
-	}
-	if !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("Open = %v, want ErrCorrupt", err)
-	}
+	openWantCorrupt(t, path, &Options{Clock: func() time.Time { return fixtureBase }, SnapshotPeriod: -1, CleanPeriod: -1})
 }
 
 // TestCycleInRootPage: the root bucket's page turned into a branch
@@ -289,7 +284,119 @@ func TestNoFreelistDamagedPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	db, err := Open(path, &Options{SnapshotPeriod: -1, CleanPeriod: -1})
+	openWantCorrupt(t, path, &Options{SnapshotPeriod: -1, CleanPeriod: -1})
+}
+
+// damageInlineBucket turns the inline page of bucket (kept inside the
+// root bucket's leaf page: Root() == 0, which checkTrees skips) into a
+// branch page whose elements' child ids are 0, as damage to its flags and
+// to its elements' key and value sizes would. For an inline
+// bucket, bbolt's pageNode(0) is the inline page itself: a Seek recurses
+// until the goroutine's stack overflows, a fatal error.
+func damageInlineBucket(t *testing.T, path string, bucket []byte) {
+	t.Helper()
+	m, _, err := validateFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := int64(m.pageSize)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	root := data[int64(m.root)*ps : int64(m.root+1)*ps]
+	if le.Uint16(root[8:]) != pageLeaf {
+		t.Fatalf("root page is not a leaf")
+	}
+	inline := -1
+	for i := range int(le.Uint16(root[10:])) {
+		off := pageHeader + i*elemSize
+		pos, ks := int(le.Uint32(root[off+4:])), int(le.Uint32(root[off+8:]))
+		if bytes.Equal(root[off+pos:off+pos+ks], bucket) {
+			v := off + pos + ks
+			if le.Uint64(root[v:]) != 0 {
+				t.Fatalf("bucket %s is not inline", bucket)
+			}
+			inline = v + bucketHdrSize
+		}
+	}
+	if inline < 0 || le.Uint16(root[inline+10:]) == 0 {
+		t.Fatalf("no inline bucket %s with elements", bucket)
+	}
+	le.PutUint16(root[inline+8:], pageBranch) // flags
+	for i := range int(le.Uint16(root[inline+10:])) {
+		le.PutUint64(root[inline+pageHeader+i*elemSize+8:], 0) // ksize, vsize: as a branch element, its child id
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(root, int64(m.root)*ps); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCycleInInlineMetaBucket: the meta bucket is always small, so inline.
+// Open reads it (loadFile's Get of the format) and must refuse the file
+// with ErrCorrupt, not crash.
+func TestCycleInInlineMetaBucket(t *testing.T) {
+	if !runChild(t, 60*time.Second) {
+		return
+	}
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 2000) // a blocks bucket of many pages; meta still inline
+	damageInlineBucket(t, path, layout.BucketMeta)
+	openWantCorrupt(t, path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
+}
+
+// TestCycleInInlineBlocksBucket: a small file's blocks bucket is inline.
+// Hits made before the audit's rebuild has replaced the file (held here by
+// the hook) must fail with ErrCorrupt, not crash.
+func TestCycleInInlineBlocksBucket(t *testing.T) {
+	if !runChild(t, 60*time.Second) {
+		return
+	}
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 1)
+	damageInlineBucket(t, path, layout.BucketBlocks)
+	release := make(chan struct{})
+	testRebuildHook = func() error { <-release; return nil }
+	defer func() { testRebuildHook = nil }()
+	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
+	if err != nil {
+		close(release)
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Open = %v, want ErrCorrupt", err)
+		}
+		return
+	}
+	defer db.Close()
+	w, err := db.Window(FixedWindow, time.Hour)
+	if err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	if _, err := w.Inc(context.Background(), "audit-key-0000", 1); !errors.Is(err, ErrCorrupt) {
+		close(release)
+		t.Fatalf("Inc before the rebuild = %v, want ErrCorrupt", err)
+	}
+	close(release)
+	if err := db.Snapshot(); err != nil { // waits for the audit's rebuild
+		t.Fatal(err)
+	}
+	if _, err := w.Inc(context.Background(), "audit-key-0000", 1); err != nil {
+		t.Fatalf("Inc after the rebuild = %v", err)
+	}
+}
+
+// openWantCorrupt opens path and fails unless Open returns ErrCorrupt.
+func openWantCorrupt(t *testing.T, path string, opts *Options) {
+	t.Helper()
+	db, err := Open(path, opts)
 	if err == nil {
 		db.Close()
 	}

@@ -249,6 +249,20 @@ func (db *DB) checkTrees(m bmeta) (blocksErr, err error) {
 			}
 		}
 		blocksErr = layout.CheckTree(r, int64(m.pageSize), m.pgid, data...)
+		// An inline bucket's page is no page of the trees above: a
+		// branch one links bbolt back to itself (page 0).
+		bad, err := layout.DamagedInline(r, int64(m.pageSize), m.root)
+		if err != nil {
+			return fmt.Errorf("ratedb: %w", err)
+		}
+		for _, name := range bad {
+			if name == string(layout.BucketMeta) {
+				return fmt.Errorf("%w: the meta bucket's inline page is not a leaf", ErrCorrupt)
+			}
+			if blocksErr == nil {
+				blocksErr = fmt.Errorf("%w: bucket %q's inline page is not a leaf", layout.ErrDamaged, name)
+			}
+		}
 		return nil
 	})
 	return blocksErr, err

@@ -204,6 +204,11 @@ func Read(path string, timeout time.Duration, vis Visitor) (err error) {
 		if err := CheckTree(r, ps, pages, roots...); err != nil {
 			return err
 		}
+		if bad, err := DamagedInline(r, ps, uint64(tx.Cursor().Bucket().Root())); err != nil {
+			return err
+		} else if len(bad) > 0 {
+			return fmt.Errorf("%w: an inline bucket's page is not a leaf", ErrDamaged)
+		}
 		return ForEach(tx, vis)
 	})
 }

@@ -19,7 +19,8 @@ import (
 // the path makes its cursor recurse until the goroutine's stack overflows
 // (Seek, a bucket look-up) or walk the same pages forever (ForEach), fatal
 // errors that no recover catches. A tree that passes cannot make it do
-// either. The page audit checks all of this and more, but reads every
+// either, except through a bucket stored inline in one of its leaves,
+// whose page has no id: DamagedInline checks those. The page audit checks all of this and more, but reads every
 // byte of every page; CheckTree reads about 16 bytes of most pages.
 //
 // The error wraps ErrDamaged, or is r's read error.
@@ -84,4 +85,69 @@ func CheckTree(r io.ReaderAt, pageSize int64, pages uint64, roots ...uint64) err
 		level = next
 	}
 	return nil
+}
+
+// DamagedInline returns the names of the buckets that the root bucket's
+// tree at root (one CheckTree accepted) holds inline (a bucket value whose
+// root page id is 0, followed by its page) with an inline page that is not
+// a leaf page. bbolt takes such a page's elements for links, and for an
+// inline bucket it reads page 0 as the inline page itself: its cursors
+// then recurse (Seek) or loop (First, ForEach) without end, as down any
+// other cycle. CheckTree cannot see inline pages (they have no page id).
+// An element that does not lie inside its page is skipped: it is the
+// page audit's to report.
+func DamagedInline(r io.ReaderAt, pageSize int64, root uint64) ([]string, error) {
+	const (
+		hdrLen     = 16
+		elemLen    = 16
+		branch     = 0x01
+		leaf       = 0x02
+		bucketFlag = 0x01 // a leaf element that is a bucket
+		bucketHdr  = 16   // root page id, sequence
+	)
+	le := binary.LittleEndian
+	var bad []string
+	level := []uint64{root}
+	for len(level) > 0 {
+		var next []uint64
+		for _, id := range level {
+			var hdr [hdrLen]byte
+			if _, err := r.ReadAt(hdr[:], int64(id)*pageSize); err != nil {
+				return nil, fmt.Errorf("reading a page header: %w", err)
+			}
+			b := make([]byte, int64(le.Uint32(hdr[12:])+1)*pageSize)
+			if _, err := r.ReadAt(b, int64(id)*pageSize); err != nil {
+				return nil, fmt.Errorf("reading a page: %w", err)
+			}
+			flags, count := le.Uint16(b[8:]), int(le.Uint16(b[10:]))
+			for i := range count {
+				off := hdrLen + i*elemLen
+				if off+elemLen > len(b) {
+					break
+				}
+				e := b[off:]
+				if flags == branch {
+					next = append(next, le.Uint64(e[8:]))
+					continue
+				}
+				if flags != leaf || le.Uint32(e)&bucketFlag == 0 {
+					continue
+				}
+				pos, ks, vs := uint64(le.Uint32(e[4:])), uint64(le.Uint32(e[8:])), uint64(le.Uint32(e[12:]))
+				start := uint64(off) + pos
+				if start+ks+vs > uint64(len(b)) {
+					continue
+				}
+				k, v := b[start:start+ks], b[start+ks:start+ks+vs]
+				if len(v) < bucketHdr || le.Uint64(v) != 0 {
+					continue
+				}
+				if in := v[bucketHdr:]; len(in) < hdrLen || le.Uint16(in[8:]) != leaf {
+					bad = append(bad, string(k))
+				}
+			}
+		}
+		level = next
+	}
+	return bad, nil
 }

@@ -225,7 +225,9 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 		st := s.status(rules[i], results, j, now)
 		isOver := st.Code == rlsv3.RateLimitResponse_OVER_LIMIT
 		switch {
-		case checks[j].Limit.Quota:
+		case checks[j].Limit.Quota && !checks[j].Refund:
+			// A refund is never over its limit, and is not among the
+			// core's quota checks (core.Limit.Quota).
 			quotas++
 			if isOver {
 				quotasOver++
