@@ -26,9 +26,10 @@ type Tier struct {
 // window (for PerKeyWindow, each tier's window starts at the first hit that
 // tier counts). The tiers are persisted, spilled and reloaded together as one
 // record, and the janitor removes a key only when all its tiers have expired.
-// Layered limiters of a DB with the same algorithm and the same set of scales
-// share counters, whatever their limits and whatever the order the tiers are
-// given in: (1m, 1h) and (1h, 1m) count the same windows.
+// Layered limiters of a DB with the same algorithm and the same scales, each
+// as many times, share counters, whatever their limits and whatever the
+// order the tiers are given in: (1m, 1h) and (1h, 1m) count the same
+// windows; (1m, 1m), a scale given twice, counts its own.
 //
 // A Layered is safe for concurrent use.
 type Layered struct {

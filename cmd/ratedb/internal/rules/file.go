@@ -27,17 +27,26 @@ type File struct {
 // ErrInvalidRule). Unknown fields are problems too.
 func ParseFile(data []byte) ([]*Rule, error) {
 	var f File
+	var p problems
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return nil, &ValidationError{Problems: []string{"not a rule file: " + err.Error()}}
+		// An unknown field or a value of the wrong type is a TypeError,
+		// after which yaml.v3 has decoded everything else: the rules are
+		// still checked, so every problem is reported at once.
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, &ValidationError{Problems: []string{"not a rule file: " + err.Error()}}
+		}
+		for _, e := range te.Errors {
+			p.add("%s", e)
+		}
 	}
 	// A second document would otherwise be ignored, its rules unchecked.
 	var more yaml.Node
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
-		return nil, &ValidationError{Problems: []string{"the file holds more than one YAML document (a second one after ---): put every rule in the one list under rules:"}}
+		p.add("the file holds more than one YAML document (a second one after ---): put every rule in the one list under rules:")
 	}
-	var p problems
 	var rs []*Rule
 	seen := map[string]int{}
 	for i, s := range f.Rules {

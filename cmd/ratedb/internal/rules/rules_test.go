@@ -206,6 +206,14 @@ rules:
 `))
 	require.ErrorIs(t, err, rules.ErrInvalidRule)
 	assert.Contains(t, err.Error(), "more than one YAML document")
+	// An unknown field, an invalid rule and a second document: all three
+	// reported at once.
+	_, err = rules.ParseFile([]byte("rules:\n  - {name: a, client_id: \"*\", route: x, limit: 1, window: 1m, colour: red}\n  - {name: b, client_id: \"*\", route: y, limit: -1, window: 1m}\n---\nrules: []\n"))
+	require.ErrorIs(t, err, rules.ErrInvalidRule)
+	assert.Contains(t, err.Error(), "colour")
+	assert.Contains(t, err.Error(), "rules[1] (b): limit -1")
+	assert.Contains(t, err.Error(), "more than one YAML document")
+
 	// U+FFFD, which no check request can carry (the check API refuses it),
 	// makes a pattern that could never match: refused, as the rules API
 	// refuses it.
