@@ -42,7 +42,9 @@ type Proxies struct {
 	// client is the first untrusted address. When every hop is trusted it is
 	// the leftmost one; at a hop that is not an IP address ("unknown",
 	// obfuscated identifiers, garbage) the walk stops and the client is the
-	// last trusted address reached. Any other header (X-Real-IP,
+	// last trusted address reached, as it does after 32 hops (the rest of
+	// the header, which a client behind a trusted proxy chooses, is never
+	// split). Any other header (X-Real-IP,
 	// CF-Connecting-IP, True-Client-IP) is read as one address, from the
 	// last line of the header; if it is not an IP address the client is the
 	// direct peer.
@@ -115,14 +117,14 @@ func (p *Proxies) clientIP(r *http.Request) (netip.Addr, error) {
 	return peer, nil
 }
 
-// walk returns the client address of a list of hops (left to right, as
-// they appear in the headers) received from the trusted peer: the rightmost
+// walk returns the client address of a list of hops received from the
+// trusted peer, given right to left (nearest hop first): the rightmost
 // untrusted hop; the last trusted address reached when it meets a hop that
 // is not an IP address or runs out of hops.
 func (p *Proxies) walk(hops []string, peer netip.Addr) netip.Addr {
 	last := peer
-	for i := len(hops) - 1; i >= 0; i-- {
-		a, ok := parseHop(hops[i])
+	for _, hop := range hops {
+		a, ok := parseHop(hop)
 		if !ok {
 			return last
 		}
@@ -183,23 +185,41 @@ func parseHop(s string) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// xffHops splits X-Forwarded-For header lines into hops, skipping empty
-// items.
+// maxHops is the most hops of a forwarding header the walk reads, from the
+// right; past them it stops as at a hop that is not an address. A client
+// behind a trusted proxy chooses the rest of the header, up to the
+// server's MaxHeaderBytes (1 MB by default): splitting all of it cost
+// dozens of times its size in memory on every request.
+const maxHops = 32
+
+// xffHops returns the hops of X-Forwarded-For header lines right to left,
+// skipping empty items: at most maxHops, then "" if there are more.
 func xffHops(lines []string) []string {
 	var hops []string
-	for _, line := range lines {
-		for item := range strings.SplitSeq(line, ",") {
-			if item = strings.TrimSpace(item); item != "" {
-				hops = append(hops, item)
+	for i := len(lines) - 1; i >= 0; i-- {
+		for line := lines[i]; line != ""; {
+			item := line
+			if j := strings.LastIndexByte(line, ','); j >= 0 {
+				item, line = line[j+1:], line[:j]
+			} else {
+				line = ""
 			}
+			if item = strings.TrimSpace(item); item == "" {
+				continue
+			}
+			if len(hops) == maxHops {
+				return append(hops, "")
+			}
+			hops = append(hops, item)
 		}
 	}
 	return hops
 }
 
-// forwardedHops returns the for= value of every element of RFC 7239
-// Forwarded header lines, unquoted; "" for an element without one (which
-// parseHop rejects, stopping the walk).
+// forwardedHops returns the for= value of the elements of RFC 7239
+// Forwarded header lines, unquoted, right to left; "" for an element
+// without one (which parseHop rejects, stopping the walk). It returns at
+// most maxHops of them, then "" if there are more.
 //
 // A line with a quoted-string left open (or ending in a backslash inside
 // one) is one "" hop as a whole: where its elements end cannot be known.
@@ -208,26 +228,43 @@ func xffHops(lines []string) []string {
 // and the walk would reach the address the client chose.
 func forwardedHops(lines []string) []string {
 	var hops []string
-	for _, line := range lines {
-		elems, ok := splitQuoted(line, ',')
-		if !ok {
-			hops = append(hops, "")
-			continue
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := lines[i]
+		total := 0
+		if !eachQuoted(line, ',', func(string) bool { total++; return true }) {
+			return append(hops, "") // the walk stops here
 		}
-		for _, elem := range elems {
-			if strings.TrimSpace(elem) == "" {
+		// The last elements only (empty ones included, so that the
+		// proxies' elements, rightmost, are among them).
+		skip := max(0, total-(maxHops+1-len(hops)))
+		var elems []string
+		n := 0
+		eachQuoted(line, ',', func(elem string) bool {
+			if n++; n > skip {
+				elems = append(elems, elem)
+			}
+			return true
+		})
+		for j := len(elems) - 1; j >= 0; j-- {
+			if strings.TrimSpace(elems[j]) == "" {
 				continue
 			}
+			if len(hops) == maxHops {
+				return append(hops, "")
+			}
 			hop := ""
-			pairs, _ := splitQuoted(elem, ';') // balanced: the line was
-			for _, pair := range pairs {
+			eachQuoted(elems[j], ';', func(pair string) bool { // balanced: the line was
 				name, value, ok := strings.Cut(pair, "=")
 				if ok && strings.EqualFold(strings.TrimSpace(name), "for") {
 					hop = unquote(strings.TrimSpace(value))
-					break
+					return false
 				}
-			}
+				return true
+			})
 			hops = append(hops, hop)
+		}
+		if skip > 0 {
+			return append(hops, "")
 		}
 	}
 	return hops
@@ -237,24 +274,39 @@ func forwardedHops(lines []string) []string {
 // s ends inside a quoted-string (an unterminated quote, or a backslash
 // escaping nothing).
 func splitQuoted(s string, sep byte) (parts []string, ok bool) {
+	if !eachQuoted(s, sep, func(string) bool { return true }) {
+		return nil, false
+	}
+	eachQuoted(s, sep, func(part string) bool { parts = append(parts, part); return true })
+	return parts, true
+}
+
+// eachQuoted calls f with each part of s split at every sep outside a
+// quoted-string, left to right, until f returns false. It returns false if
+// s ends inside a quoted-string (an unterminated quote, or a backslash
+// escaping nothing); f is then not called for the last part.
+func eachQuoted(s string, sep byte, f func(part string) bool) bool {
 	start, quoted := 0, false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case quoted && c == '\\':
 			if i++; i == len(s) {
-				return nil, false // the backslash escapes nothing
+				return false // the backslash escapes nothing
 			}
 		case c == '"':
 			quoted = !quoted
 		case !quoted && c == sep:
-			parts = append(parts, s[start:i])
+			if !f(s[start:i]) {
+				return true
+			}
 			start = i + 1
 		}
 	}
 	if quoted {
-		return nil, false
+		return false
 	}
-	return append(parts, s[start:]), true
+	f(s[start:])
+	return true
 }
 
 // unquote returns the content of an RFC 7230 quoted-string, or s itself if

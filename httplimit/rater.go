@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/ratedb/ratedb"
 )
@@ -50,8 +51,8 @@ func (w *window) validate() error {
 	var errs []error
 	if w.lim == nil {
 		errs = append(errs, errors.New("httplimit: Window: nil limiter"))
-	} else if v, ok := w.lim.(*ratedb.Window); ok && v == nil {
-		errs = append(errs, errors.New("httplimit: Window: nil *ratedb.Window"))
+	} else if v := reflect.ValueOf(w.lim); v.Kind() == reflect.Pointer && v.IsNil() {
+		errs = append(errs, fmt.Errorf("httplimit: Window: nil %T", w.lim))
 	}
 	if w.limit < 0 {
 		errs = append(errs, fmt.Errorf("httplimit: Window: limit %d is negative", w.limit))

@@ -73,13 +73,9 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 // Flush sends buffered data, as the underlying writer's Flush does (if it
-// has none, nothing happens).
-func (w *statusWriter) Flush() {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	_ = http.NewResponseController(w.ResponseWriter).Flush()
-}
+// has none, nothing happens, and no status is recorded: the handler's next
+// WriteHeader is the response's).
+func (w *statusWriter) Flush() { _ = w.FlushError() }
 
 // FlushError is Flush with the underlying writer's error, which
 // http.ResponseController.Flush returns (http.ErrNotSupported included).

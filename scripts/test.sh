@@ -55,6 +55,7 @@ fuzz FuzzWindowArithmetic . 100000x
 fuzz FuzzCheckPage . 8000x
 fuzz FuzzClientIP ./httplimit 20000x
 fuzz FuzzKeysUnambiguous ./httplimit 60000x
+fuzz FuzzProxyAppendedAddressWins ./httplimit 20000x
 fuzz FuzzDecodeRead ./redisstore 40000x
 fuzz FuzzDecodeCount ./redisstore 40000x
 fuzz FuzzDecodeRefund ./redisstore 20000x

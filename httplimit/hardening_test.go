@@ -1,0 +1,108 @@
+package httplimit_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/ratedb/ratedb/httplimit"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// plainWriter is a ResponseWriter with no optional interface at all (no
+// Flush), like http.TimeoutHandler's writer or a minimal logging wrapper.
+type plainWriter struct {
+	h      http.Header
+	status int
+}
+
+func (w *plainWriter) Header() http.Header { return w.h }
+func (w *plainWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *plainWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(b), nil
+}
+
+// A handler that flushes through http.Flusher on a writer that cannot
+// flush sends nothing; the status it writes next is the response's. Undo
+// must see that status, as it does for ResponseController.Flush.
+func TestFlusherOnNonFlushingWriterRecordsNoStatus(t *testing.T) {
+	clock := newClock(t0)
+	db := openDB(t, clock)
+	w := fixedMinute(t, db)
+	var undoStatus int
+	m, err := httplimit.New(httplimit.Window(w, 10), &httplimit.Options{
+		Clock: clock.Now,
+		Undo:  func(_ *http.Request, status int) bool { undoStatus = status; return status < 400 },
+	})
+	require.NoError(t, err)
+	h := m.Handler(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		if f, ok := rw.(http.Flusher); ok {
+			f.Flush()
+		}
+		rw.WriteHeader(http.StatusUnauthorized)
+	}))
+	pw := &plainWriter{h: http.Header{}}
+	r := httptest.NewRequest(http.MethodPost, "/login", nil)
+	r.RemoteAddr = "192.0.2.1:1"
+	h.ServeHTTP(pw, r)
+	require.Equal(t, http.StatusUnauthorized, pw.status, "the client got 401")
+	assert.Equal(t, http.StatusUnauthorized, undoStatus, "Undo saw a status the client never got")
+	n, err := w.Get(context.Background(), "192.0.2.1")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "a failed login was given back")
+}
+
+// New documents an error for "a Window with a nil limiter"; a typed nil
+// limiter other than *ratedb.Window (a nil *redisstore.Window, say) passes
+// New and panics on the first request.
+func TestTypedNilLimiter(t *testing.T) {
+	var lim *failing
+	_, err := httplimit.New(httplimit.Window(lim, 5), nil)
+	assert.Error(t, err)
+}
+
+// allocOfKey returns the key kf gives r and the bytes allocated meanwhile
+// (the package's tests do not run in parallel).
+func allocOfKey(t *testing.T, kf httplimit.KeyFunc, r *http.Request) (string, uint64) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	k, err := kf(r)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	return k, after.TotalAlloc - before.TotalAlloc
+}
+
+// A trusted proxy passes a long forwarding header: the client's own part,
+// up to Go's default MaxHeaderBytes (1 MiB), then the proxy's hop. The key
+// is found at the right end; splitting all of it first allocated 30 to 43
+// times the header's size on every request.
+func TestForwardingHeadersAllocationsBounded(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for name, tc := range map[string]struct {
+		header, value string
+		proxies       httplimit.Proxies
+	}{
+		"X-Forwarded-For": {"X-Forwarded-For", strings.Repeat("1,", 512<<10) + "203.0.113.9", httplimit.Proxies{Trusted: trusted}},
+		"Forwarded":       {"Forwarded", strings.Repeat("for=1,", 170<<10) + "for=203.0.113.9", httplimit.Proxies{Trusted: trusted, Headers: []string{"Forwarded"}}},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = "10.0.0.1:1"
+		r.Header.Set(tc.header, tc.value)
+		k, alloc := allocOfKey(t, httplimit.KeyByClientIP(tc.proxies), r)
+		assert.Equal(t, "203.0.113.9", k, name)
+		t.Logf("%s: header %d bytes, allocated %d bytes", name, len(tc.value), alloc)
+		assert.Less(t, alloc, uint64(len(tc.value)), "%s: allocation in proportion to a header the client writes", name)
+	}
+}
