@@ -131,6 +131,11 @@ func loadRules(ctx context.Context, c redis.Cmdable) ([]rules.Stored, error) {
 	if err := json.Unmarshal(b, &rs); err != nil {
 		return nil, fmt.Errorf("rules: %s in Redis is not a rules list: %w", RulesKey, err)
 	}
+	if rs == nil {
+		// JSON null: encoding/json leaves the slice nil without an error,
+		// which would read as "no rules". ratedb writes "[]" for none.
+		return nil, fmt.Errorf("rules: %s in Redis is null, not a rules list", RulesKey)
+	}
 	return rs, nil
 }
 

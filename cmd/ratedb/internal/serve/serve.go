@@ -107,9 +107,16 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	stopReload := make(chan struct{})
-	if st.reloadRules > 0 {
+	// reloadDone is closed when the reload loop has ended: Run waits for
+	// it before closing the store, so that a reload in flight (bounded by
+	// the storage) neither meets a closed client nor outlives Run.
+	reloadDone := make(chan struct{})
+	if st.reloadRules == 0 {
+		close(reloadDone)
+	} else {
 		// Other instances may change the shared rules.
 		go func() {
+			defer close(reloadDone)
 			t := time.NewTicker(st.reloadRules)
 			defer t.Stop()
 			for {
@@ -117,6 +124,9 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 				case <-stopReload:
 					return
 				case <-t.C:
+					if testBeforeReload != nil {
+						testBeforeReload()
+					}
 					if err := rm.Reload(); err != nil {
 						log.Warn("reloading the rules failed; keeping the current ones", "err", err)
 					}
@@ -129,6 +139,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	case err := <-served:
 		close(stopReload)
 		envoy.stop(context.Background())
+		<-reloadDone
 		return errors.Join(fmt.Errorf("serving: %w", err), closeDB())
 	case <-stop:
 	}
@@ -141,6 +152,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 		errs = append(errs, fmt.Errorf("shutdown: %w", err))
 	}
 	envoy.stop(ctx)
+	<-reloadDone
 	if err := closeDB(); err != nil {
 		errs = append(errs, err)
 	}
@@ -149,3 +161,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	}
 	return errors.Join(errs...)
 }
+
+// testBeforeReload, when set by a test, runs before each reload of the
+// shared rules.
+var testBeforeReload func()

@@ -14,11 +14,12 @@ import (
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
 	"github.com/ratedb/ratedb/ratedbprom"
 	"github.com/ratedb/ratedb/redisstore"
+	"github.com/redis/go-redis/v9"
 )
 
 // rulesReloadPeriod is how often an instance on Redis rereads the shared
 // rules, so that a change made through another instance applies here too.
-const rulesReloadPeriod = 2 * time.Second
+var rulesReloadPeriod = 2 * time.Second // a variable for tests
 
 // state is where the service keeps counts and rules.
 type state struct {
@@ -35,7 +36,7 @@ type state struct {
 // openState opens the embedded file (--db) or connects to Redis (--redis).
 func openState(c *Config, log *slog.Logger) (*state, error) {
 	if c.Redis != "" {
-		return openRedis(c)
+		return openRedis(c, log)
 	}
 	db, err := ratedb.Open(c.DB, &ratedb.Options{Logger: log, SnapshotPeriod: c.SnapshotPeriod})
 	if errors.Is(err, ratedb.ErrLocked) {
@@ -62,7 +63,17 @@ func openState(c *Config, log *slog.Logger) (*state, error) {
 	}, nil
 }
 
-func openRedis(c *Config) (*state, error) {
+// redisLogger passes go-redis's own messages (a failed dial, a cluster
+// state reload) to the service's logger, so that they follow --log-format
+// and --log-level instead of going to stderr in go-redis's format.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
+}
+
+func openRedis(c *Config, log *slog.Logger) (*state, error) {
+	redis.SetLogger(redisLogger{log})
 	client, err := redisstate.NewClient(c.Redis)
 	if err != nil {
 		return nil, err

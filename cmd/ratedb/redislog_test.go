@@ -1,0 +1,34 @@
+package main_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// With --log-format json every line the service writes to stderr is a JSON
+// object, also while Redis is down: the Redis client's own messages (a
+// failed dial) go through the service's logger, not straight to stderr in
+// go-redis's "redis: DATE FILE:LINE: ..." format.
+func TestRedisDownLogsAreJSON(t *testing.T) {
+	t.Parallel()
+	addr, kill := proctest.StartRedis(t)
+	s := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", "redis://"+addr+"/0", "--log-format", "json")
+	assert.Equal(t, "Allow", s.check("c", "/r").Status)
+	kill()
+	code, _, body := s.do("POST", "/v1/check", clientKey, `{"client_id":"c","route":"/r"}`)
+	require.Equal(t, http.StatusServiceUnavailable, code, body)
+	code, _, _ = s.do("GET", "/readyz", "", "")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	s.stop(15) // SIGTERM
+	for _, line := range strings.Split(strings.TrimSpace(s.stderr.String()), "\n") {
+		var v map[string]any
+		assert.NoError(t, json.Unmarshal([]byte(line), &v), "not a JSON log line: %s", line)
+	}
+}
