@@ -79,6 +79,10 @@ func TestRedisDown(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	code, _, _ = closed.do("GET", "/healthz", "", "")
 	assert.Equal(t, http.StatusOK, code)
+	code, _, body = closed.do("PUT", "/v1/rules/r", adminKey, `{"client_id":"*","route":"/r","limit":5,"window":"1m"}`)
+	assert.Equal(t, http.StatusServiceUnavailable, code, "a rule change while Redis is down: %s", body)
+	code, _, body = closed.do("DELETE", "/v1/rules/r", adminKey, "")
+	assert.Equal(t, http.StatusServiceUnavailable, code, "a rule change while Redis is down: %s", body)
 
 	code, h, body := open.do("POST", "/v1/check", clientKey, `{"client_id":"c","route":"/r"}`)
 	assert.Equal(t, http.StatusOK, code, body)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/ratedb/ratedb"
 	"io"
 	"net/http"
 
@@ -145,8 +146,7 @@ func (s *Server) rule(w http.ResponseWriter, r *http.Request) {
 		}
 		created, err := s.opts.Rules.Put(rule)
 		if err != nil {
-			s.opts.Logger.Error("saving rules failed", "err", err)
-			writeError(w, http.StatusInternalServerError, "saving the rules failed", nil)
+			s.rulesStoreFailed(w, err)
 			return
 		}
 		s.opts.Logger.Info("rule stored", "rule", name, "created", created)
@@ -164,11 +164,21 @@ func (s *Server) rule(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, rules.ErrNotFound):
 			writeError(w, http.StatusNotFound, "no such rule", nil)
 		case err != nil:
-			s.opts.Logger.Error("saving rules failed", "err", err)
-			writeError(w, http.StatusInternalServerError, "saving the rules failed", nil)
+			s.rulesStoreFailed(w, err)
 		default:
 			s.opts.Logger.Info("rule deleted", "rule", name)
 			writeJSON(w, http.StatusOK, map[string]any{"deleted": name})
 		}
 	}
+}
+
+// rulesStoreFailed answers a change of the rules that could not be saved: 503
+// when the store is unavailable (Redis does not answer), 500 otherwise.
+func (s *Server) rulesStoreFailed(w http.ResponseWriter, err error) {
+	s.opts.Logger.Error("saving rules failed", "err", err)
+	if errors.Is(err, ratedb.ErrUnavailable) {
+		writeError(w, http.StatusServiceUnavailable, "the rules store is unavailable", nil)
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "saving the rules failed", nil)
 }
