@@ -1,6 +1,7 @@
 package ratedb
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -57,10 +58,13 @@ func newPageAudit(r io.ReaderAt, m bmeta) *pageAudit {
 }
 
 // pageRef is a page to check and the top-level bucket whose tree it belongs
-// to ("" for the root bucket's own tree).
+// to ("" for the root bucket's own tree); for a page a branch links to, the
+// key the branch gives it, which must be its first key (first, hasFirst).
 type pageRef struct {
-	id     uint64
-	bucket string
+	id       uint64
+	bucket   string
+	first    string
+	hasFirst bool
 }
 
 // run walks the whole file from the root bucket's page.
@@ -131,13 +135,35 @@ func (a *pageAudit) page(r pageRef, next []pageRef) []pageRef {
 	if a.visit != nil {
 		a.visit(id, r.bucket, b)
 	}
-	ok := checkPage(b, id, false, func(k, v []byte, flags uint32) bool {
+	// bbolt finds a key by the keys of the branch pages: each is the first
+	// key of the page it links to (bbolt keeps them so, and relies on it
+	// when it writes the page). A damaged one sends look-ups to the wrong
+	// page, where they find nothing, without any other sign.
+	ok := !r.hasFirst || firstKeyIs(b, r.first)
+	ok = checkPage(b, id, false, func(k, v []byte, flags uint32) bool {
 		return a.element(k, v, flags, r.bucket, &next)
-	}, func(child uint64) { next = append(next, pageRef{child, r.bucket}) })
+	}, func(child uint64, key []byte) {
+		next = append(next, pageRef{id: child, bucket: r.bucket, first: string(key), hasFirst: true})
+	}) && ok
 	if !ok {
 		a.damaged++
 	}
 	return next
+}
+
+// firstKeyIs reports whether the first element of the page b, branch or
+// leaf, has the key want, lying inside b.
+func firstKeyIs(b []byte, want string) bool {
+	if len(b) < pageHeader+elemSize || binary.LittleEndian.Uint16(b[10:]) == 0 {
+		return false
+	}
+	e := b[pageHeader:]
+	pos, ksize := uint64(binary.LittleEndian.Uint32(e[0:])), uint64(binary.LittleEndian.Uint32(e[4:]))
+	if binary.LittleEndian.Uint16(b[8:]) == pageLeaf {
+		pos, ksize = uint64(binary.LittleEndian.Uint32(e[4:])), uint64(binary.LittleEndian.Uint32(e[8:]))
+	}
+	start := uint64(pageHeader) + pos
+	return start+ksize <= uint64(len(b)) && string(b[start:start+ksize]) == want
 }
 
 // element handles one leaf element of a page in bucket's tree; it reports
@@ -155,7 +181,7 @@ func (a *pageAudit) element(k, v []byte, flags uint32, bucket string, next *[]pa
 		}
 		root := binary.LittleEndian.Uint64(v)
 		if root != 0 {
-			*next = append(*next, pageRef{root, string(k)})
+			*next = append(*next, pageRef{id: root, bucket: string(k)})
 			return true
 		}
 		inline := v[bucketHdrSize:]
@@ -225,12 +251,14 @@ func (a *pageAudit) freelist(id uint64) {
 func (a *pageAudit) mark(id uint64)        { a.seen[id/64] |= 1 << (id % 64) }
 func (a *pageAudit) marked(id uint64) bool { return a.seen[id/64]&(1<<(id%64)) != 0 }
 
-// checkPage checks the page (or inline page) b, numbered id: its header and
-// that every element, key and value lies inside b. It calls leaf for each
+// checkPage checks the page (or inline page) b, numbered id: its header,
+// that every element, key and value lies inside b, and that the keys are in
+// increasing order, as bbolt's binary searches need. It calls leaf for each
 // leaf element inside b (leaf reports whether the element is acceptable)
-// and child for each branch element's child page. It reports whether the
-// page is sound. It never panics, whatever b holds (FuzzCheckPage).
-func checkPage(b []byte, id uint64, inline bool, leaf func(k, v []byte, flags uint32) bool, child func(uint64)) bool {
+// and child for each branch element's child page and key (valid only
+// during the call). It reports whether the page is sound. It never panics,
+// whatever b holds (FuzzCheckPage).
+func checkPage(b []byte, id uint64, inline bool, leaf func(k, v []byte, flags uint32) bool, child func(id uint64, key []byte)) bool {
 	if len(b) < pageHeader {
 		return false
 	}
@@ -253,17 +281,26 @@ func checkPage(b []byte, id uint64, inline bool, leaf func(k, v []byte, flags ui
 		count = (len(b) - pageHeader) / elemSize
 	}
 	size := uint64(len(b))
+	var prev []byte // the previous element's key, if it lay inside b
+	ordered := func(k []byte) {
+		if prev != nil && bytes.Compare(prev, k) >= 0 {
+			ok = false
+		}
+		prev = k
+	}
 	for i := range count {
 		off := pageHeader + i*elemSize
 		e := b[off : off+elemSize]
 		if flags == pageBranch {
 			pos, ksize := uint64(le.Uint32(e[0:])), uint64(le.Uint32(e[4:]))
 			if uint64(off)+pos+ksize > size {
-				ok = false
+				ok, prev = false, nil
 				continue
 			}
+			k := b[uint64(off)+pos : uint64(off)+pos+ksize]
+			ordered(k)
 			if child != nil {
-				child(le.Uint64(e[8:]))
+				child(le.Uint64(e[8:]), k)
 			}
 			continue
 		}
@@ -271,9 +308,10 @@ func checkPage(b []byte, id uint64, inline bool, leaf func(k, v []byte, flags ui
 		pos, ksize, vsize := uint64(le.Uint32(e[4:])), uint64(le.Uint32(e[8:])), uint64(le.Uint32(e[12:]))
 		start := uint64(off) + pos
 		if start+ksize+vsize > size {
-			ok = false
+			ok, prev = false, nil
 			continue
 		}
+		ordered(b[start : start+ksize])
 		if leaf != nil && !leaf(b[start:start+ksize], b[start+ksize:start+ksize+vsize], eflags) {
 			ok = false
 		}

@@ -58,50 +58,6 @@ func firstLines(b []byte) string {
 	return strings.Join(lines, "\n")
 }
 
-// branchOf returns the id of a branch page of bucket in the closed file at
-// path, its number of elements, and the page size.
-func branchOf(t *testing.T, path, bucket string) (uint64, int, int64) {
-	t.Helper()
-	m, _, err := validateFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	a := newPageAudit(f, m)
-	var id uint64
-	var count int
-	a.visit = func(pid uint64, b string, page []byte) {
-		if b == bucket && id == 0 && binary.LittleEndian.Uint16(page[8:]) == pageBranch {
-			id, count = pid, int(binary.LittleEndian.Uint16(page[10:]))
-		}
-	}
-	a.run(m.root)
-	if a.err != nil || a.damaged != 0 || id == 0 || count < 2 {
-		t.Fatalf("no branch page of %d+ elements in bucket %q (damaged %d, %v)", 2, bucket, a.damaged, a.err)
-	}
-	return id, count, int64(m.pageSize)
-}
-
-// pointChildAt makes element i of the branch page id point to page to, as
-// damage to its child id would.
-func pointChildAt(t *testing.T, path string, ps int64, id uint64, i int, to uint64) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], to)
-	if _, err := f.WriteAt(b[:], int64(id)*ps+pageHeader+int64(i)*elemSize+8); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestCycleInBlocksTreeWhileRebuildFails: a branch page of the blocks
 // bucket whose child id points back at itself. bbolt's Seek would recurse
 // down the cycle until the goroutine's stack overflowed, a fatal error no

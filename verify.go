@@ -112,7 +112,7 @@ func (db *DB) auditTx(tx *bolt.Tx) (int, error) {
 			return 0, fmt.Errorf("%w: missing bucket", ErrCorrupt)
 		}
 		if root := uint64(b.Root()); root != 0 {
-			roots = append(roots, pageRef{root, string(name)})
+			roots = append(roots, pageRef{id: root, bucket: string(name)})
 		}
 	}
 	a.walk(roots, 1)
