@@ -49,7 +49,13 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("/healthz", s.healthz)
 	s.mux.HandleFunc("/readyz", s.readyz)
 	if opts.Metrics != nil {
-		s.mux.Handle("/metrics", opts.Metrics)
+		s.mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				methodNotAllowed(w, "GET, HEAD")
+				return
+			}
+			opts.Metrics.ServeHTTP(w, r)
+		})
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not found", nil)

@@ -34,10 +34,23 @@ func checkStrict(body []byte, fields strictFields) error {
 		return errors.New("the body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	token := func() (json.Token, error) {
+	// token reads the next token; where names the value it reads (a
+	// member's or an element's; "" elsewhere), for a number too large for
+	// the float64 Token decodes numbers to, which encoding/json reports
+	// with no field ("field  must be a float64"). Only a value can be a
+	// number, so with where "" it is the body itself.
+	token := func(where string) (json.Token, error) {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, errors.New(describeJSONError(err))
+			var te *json.UnmarshalTypeError
+			switch {
+			case !errors.As(err, &te):
+				return nil, errors.New(describeJSONError(err))
+			case where == "":
+				return nil, errors.New("the body must be a JSON object")
+			default:
+				return nil, fmt.Errorf("%s is a number out of range", where)
+			}
 		}
 		return tok, nil
 	}
@@ -47,7 +60,7 @@ func checkStrict(body []byte, fields strictFields) error {
 	object = func(fields strictFields, path string) error {
 		seen := make(map[string]bool, len(fields))
 		for dec.More() {
-			tok, err := token()
+			tok, err := token("")
 			if err != nil {
 				return err
 			}
@@ -64,7 +77,7 @@ func checkStrict(body []byte, fields strictFields) error {
 				return fmt.Errorf("%s%s appears twice", path, name)
 			}
 			seen[name] = true
-			if tok, err = token(); err != nil {
+			if tok, err = token(path + name); err != nil {
 				return err
 			}
 			switch tok := tok.(type) {
@@ -80,7 +93,7 @@ func checkStrict(body []byte, fields strictFields) error {
 					return fmt.Errorf("%s%s must be an array", path, name)
 				}
 				for i := 0; dec.More(); i++ {
-					elem, err := token()
+					elem, err := token(fmt.Sprintf("%s%s[%d]", path, name, i))
 					if err != nil {
 						return err
 					}
@@ -94,15 +107,15 @@ func checkStrict(body []byte, fields strictFields) error {
 						return err
 					}
 				}
-				if _, err := token(); err != nil { // ']'
+				if _, err := token(""); err != nil { // ']'
 					return err
 				}
 			}
 		}
-		_, err := token() // '}'
+		_, err := token("") // '}'
 		return err
 	}
-	tok, err := token()
+	tok, err := token("")
 	if err != nil {
 		return err
 	}
