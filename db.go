@@ -81,12 +81,18 @@ type DB struct {
 // Open returns an error wrapping ErrInvalidArgument for invalid options,
 // ErrLocked when another handle holds the file after Options.OpenTimeout, and
 // ErrCorrupt for a file that is not a valid ratedb database (unless
-// Options.OnCorrupt says otherwise). Opening reads only the file's metadata,
-// never every window: windows are loaded on their first use. A file of the
+// Options.OnCorrupt says otherwise). Opening reads the file's metadata and
+// the shape of its page trees (the branch pages and the header of every page
+// they link to: bbolt follows the links unchecked, and a link back up a
+// tree would crash the process), never every window: windows are loaded on
+// their first use. If the tree of windows is damaged, look-ups in the file
+// return ErrCorrupt until the pass below has rebuilt it. A file of the
 // previous format, ratedb/1, is migrated first, in one transaction.
 //
 // After Open returns, a background pass reads the structure of every page of
-// the file, and the header of every block of windows (the janitor's index),
+// the file (and its keys' order: each branch key must be the first key of
+// the page it links to, or look-ups would go astray), and the header of
+// every block of windows (the janitor's index),
 // before the first snapshot or janitor pass may write to it: bbolt checksums
 // only its meta pages, and a damaged page it rewrote could make it allocate
 // gigabytes or spread the damage. If a page is damaged, the file is rebuilt
