@@ -120,7 +120,7 @@ func (db *DB) openPath() error {
 	if err != nil {
 		return err
 	}
-	m, metaDamaged, err := validateFile(db.path)
+	_, metaDamaged, err := validateFile(db.path)
 	unlock()
 	if err != nil {
 		return err
@@ -139,7 +139,7 @@ func (db *DB) openPath() error {
 		return err
 	}
 	db.bolt = bdb
-	if err := db.loadFile(m); err != nil {
+	if err := db.loadFile(); err != nil {
 		_ = bdb.Close()
 		db.bolt = nil
 		return err
@@ -151,7 +151,7 @@ func (db *DB) openPath() error {
 // format ratedb/1, and reads the secret and the window count. The blocks'
 // headers are read by the audit after Open (auditFile), through its own
 // reads of the file.
-func (db *DB) loadFile(m bmeta) error {
+func (db *DB) loadFile() error {
 	// First the shape of the buckets' page trees (validateFile checked the
 	// root bucket's): bbolt's cursors recurse or loop without end down a
 	// cycle, and no read of a bucket may reach one. The meta bucket must
@@ -160,7 +160,7 @@ func (db *DB) loadFile(m bmeta) error {
 	// bucket instead makes look-ups in the file fail with ErrCorrupt
 	// until the audit after Open has rebuilt it (treeDamaged).
 	var legacy bool
-	blocksErr, err := db.checkTrees(m)
+	blocksErr, err := db.checkTrees()
 	if err != nil {
 		return err
 	}
@@ -210,16 +210,29 @@ func (db *DB) loadFile(m bmeta) error {
 	})
 }
 
-// checkTrees checks (layout.CheckTree) the page trees of the buckets of
-// the file just opened at the meta page m, reading it through a memory map: the meta bucket's,
+// checkTrees checks (layout.CheckTree, layout.DamagedInline) the page
+// trees of the file just opened, as of the commit bbolt opened it at,
+// reading it through a memory map: the root bucket's and the meta bucket's,
 // whose damage is the error err, and those of the blocks bucket (or a
 // ratedb/1 file's windows and index buckets), whose damage is blocksErr.
-// Only the root bucket's tree, which validateFile checked, is read through
-// bbolt.
-func (db *DB) checkTrees(m bmeta) (blocksErr, err error) {
-	var meta uint64
-	var data []uint64
-	if err := db.view(func(tx *bolt.Tx) error {
+// bbolt reads nothing but its meta page before the root bucket's tree is
+// checked.
+func (db *DB) checkTrees() (blocksErr, err error) {
+	f, err := os.Open(db.path)
+	if err != nil {
+		return nil, fmt.Errorf("ratedb: %w", err)
+	}
+	defer f.Close()
+	err = db.view(func(tx *bolt.Tx) error { // under guard: a fault reading the map panics
+		ps := int64(db.bolt.Info().PageSize)
+		pages, root := uint64(tx.Size()/ps), uint64(tx.Cursor().Bucket().Root())
+		r, unmap := layout.Mapped(f, tx.Size())
+		defer unmap()
+		if err := layout.CheckTree(r, ps, pages, root); err != nil {
+			return fmt.Errorf("%w: the root bucket's pages: %v", ErrCorrupt, err)
+		}
+		var meta uint64
+		var data []uint64
 		for _, name := range [][]byte{layout.BucketMeta, layout.BucketBlocks, layout.LegacyBucketWindows, layout.LegacyBucketIndex} {
 			b := tx.Bucket(name)
 			if b == nil || b.Root() == 0 { // missing, or inline in its parent
@@ -231,27 +244,15 @@ func (db *DB) checkTrees(m bmeta) (blocksErr, err error) {
 				data = append(data, uint64(b.Root()))
 			}
 		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	f, err := os.Open(db.path)
-	if err != nil {
-		return nil, fmt.Errorf("ratedb: %w", err)
-	}
-	defer f.Close()
-	r, unmap := layout.Mapped(f, int64(m.pgid)*int64(m.pageSize))
-	defer unmap()
-	err = guard(func() error {
 		if meta != 0 {
-			if err := layout.CheckTree(r, int64(m.pageSize), m.pgid, meta); err != nil {
+			if err := layout.CheckTree(r, ps, pages, meta); err != nil {
 				return fmt.Errorf("%w: the meta bucket's pages: %v", ErrCorrupt, err)
 			}
 		}
-		blocksErr = layout.CheckTree(r, int64(m.pageSize), m.pgid, data...)
+		blocksErr = layout.CheckTree(r, ps, pages, data...)
 		// An inline bucket's page is no page of the trees above: a
 		// branch one links bbolt back to itself (page 0).
-		bad, err := layout.DamagedInline(r, int64(m.pageSize), m.root)
+		bad, err := layout.DamagedInline(r, ps, root)
 		if err != nil {
 			return fmt.Errorf("ratedb: %w", err)
 		}
