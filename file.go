@@ -116,25 +116,7 @@ func (db *DB) openPath() error {
 		return fmt.Errorf("ratedb: %w", err)
 	}
 
-	unlock, err := lockFile(db.path, db.opts.OpenTimeout)
-	if err != nil {
-		return err
-	}
-	_, metaDamaged, err := validateFile(db.path)
-	unlock()
-	if err != nil {
-		return err
-	}
-	if metaDamaged {
-		// bbolt opens at the other meta page's commit, a consistent state:
-		// what the last commit wrote is lost if the damaged page was the
-		// newer one, as if the process had crashed just before it.
-		db.stats.corrupt.Add(1)
-		db.log.Error("ratedb: one of the file's two meta pages is damaged; opened at the other one's commit: "+
-			"windows written by the most recent snapshot may be lost", "path", db.path)
-	}
-
-	bdb, err := openBolt(db.path, db.opts.OpenTimeout, db.opts.NoSync)
+	bdb, err := db.openValidated()
 	if err != nil {
 		return err
 	}
@@ -146,6 +128,58 @@ func (db *DB) openPath() error {
 	}
 	return nil
 }
+
+// openValidated validates the file at db.path under its lock, then opens
+// it with bbolt. bbolt's Open may wait for the lock of a file that another
+// process then replaces (ratedb compact renames its new file over the old
+// one, then lets the old one go): bbolt would then hold a file no longer at
+// db.path, where every write is lost. So the file at db.path must be the
+// same before and after, or it starts again (three times at most).
+func (db *DB) openValidated() (*bolt.DB, error) {
+	for attempt := 1; ; attempt++ {
+		before, err := os.Stat(db.path)
+		if err != nil {
+			return nil, fmt.Errorf("ratedb: %w", err)
+		}
+		unlock, err := lockFile(db.path, db.opts.OpenTimeout)
+		if err != nil {
+			return nil, err
+		}
+		_, metaDamaged, err := validateFile(db.path)
+		unlock()
+		if err != nil {
+			return nil, err
+		}
+		if testBeforeOpenBolt != nil {
+			testBeforeOpenBolt()
+		}
+		bdb, err := openBolt(db.path, db.opts.OpenTimeout, db.opts.NoSync)
+		if err != nil {
+			return nil, err
+		}
+		after, err := os.Stat(db.path)
+		if err == nil && os.SameFile(before, after) {
+			if metaDamaged {
+				// bbolt opens at the other meta page's commit, a
+				// consistent state: what the last commit wrote is lost
+				// if the damaged page was the newer one, as if the
+				// process had crashed just before it.
+				db.stats.corrupt.Add(1)
+				db.log.Error("ratedb: one of the file's two meta pages is damaged; opened at the other one's commit: "+
+					"windows written by the most recent snapshot may be lost", "path", db.path)
+			}
+			return bdb, nil
+		}
+		_ = bdb.Close()
+		if attempt == 3 {
+			return nil, fmt.Errorf("ratedb: the file was replaced while Open waited for it, three times")
+		}
+	}
+}
+
+// testBeforeOpenBolt, when set by a test, runs after the file is validated
+// and before bbolt opens it.
+var testBeforeOpenBolt func()
 
 // loadFile checks the format of the file just opened, migrates a file of
 // format ratedb/1, and reads the secret and the window count. The blocks'
