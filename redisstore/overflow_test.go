@@ -74,54 +74,35 @@ func TestOverflowAfterStepBackStoresTheCap(t *testing.T) {
 	}
 }
 
-// Two tiers given out of storage order both overflow: the embedded DB names
-// the first tier as given; redisstore must too.
-func TestLayeredOverflowOfTwoTiersNamesTheFirstGiven(t *testing.T) {
+// A Layered Inc that overflows names the tier as the embedded DB does: of
+// two tiers given out of storage order that both overflow, the first as
+// given; of a one-tier Layered, tier 0 ("tier 0's count", not a Window's
+// wording).
+func TestLayeredOverflowNamesTheTierAsTheEmbeddedDB(t *testing.T) {
 	srv := startServer(t)
-	clk := &stepClock{now: time.UnixMilli(1_767_225_600_000), last: time.Now()}
-	db, err := ratedb.Open("", &ratedb.Options{Clock: clk.Now})
-	require.NoError(t, err)
-	defer db.Close()
-	st, err := redisstore.New(srv.Client(t, nil), &redisstore.Options{Prefix: newPrefix(), Timeout: 5 * time.Second, Clock: redisstore.LocalClock(clk.Now)})
-	require.NoError(t, err)
-	ctx := context.Background()
-	tiers := []ratedb.Tier{{Scale: time.Hour, Limit: 1}, {Scale: time.Minute, Limit: 1}}
-	le, err := db.Layered(ratedb.FixedWindow, tiers...)
-	require.NoError(t, err)
-	lr, err := st.Layered(ratedb.FixedWindow, tiers...)
-	require.NoError(t, err)
-	_, err = le.Inc(ctx, "k", math.MaxInt64)
-	require.NoError(t, err)
-	_, err = lr.Inc(ctx, "k", redisstore.MaxCount)
-	require.NoError(t, err)
-	_, e1 := le.Inc(ctx, "k", 1) // both tiers are full
-	_, e2 := lr.Inc(ctx, "k", 1)
-	require.ErrorIs(t, e1, ratedb.ErrInvalidArgument)
-	require.ErrorIs(t, e2, ratedb.ErrInvalidArgument)
-	require.Equal(t, e1.Error(), e2.Error())
-}
-
-// A Layered limiter of one tier names its tier on overflow, as the embedded
-// DB's Layered.Inc does ("tier 0's count"), not as a Window.
-func TestLayeredOneTierOverflowNamesTheTier(t *testing.T) {
-	srv := startServer(t)
-	clk := &stepClock{now: time.UnixMilli(1_767_225_600_000), last: time.Now()}
-	db, err := ratedb.Open("", &ratedb.Options{Clock: clk.Now})
-	require.NoError(t, err)
-	defer db.Close()
-	st, err := redisstore.New(srv.Client(t, nil), &redisstore.Options{Prefix: newPrefix(), Timeout: 5 * time.Second, Clock: redisstore.LocalClock(clk.Now)})
-	require.NoError(t, err)
-	ctx := context.Background()
-	le, err := db.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Hour, Limit: 1})
-	require.NoError(t, err)
-	lr, err := st.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Hour, Limit: 1})
-	require.NoError(t, err)
-	_, err = le.Inc(ctx, "k", math.MaxInt64)
-	require.NoError(t, err)
-	_, err = lr.Inc(ctx, "k", redisstore.MaxCount)
-	require.NoError(t, err)
-	_, e1 := le.Inc(ctx, "k", 1)
-	_, e2 := lr.Inc(ctx, "k", 1)
-	require.ErrorIs(t, e2, ratedb.ErrInvalidArgument)
-	require.Equal(t, e1.Error(), e2.Error())
+	for name, tiers := range map[string][]ratedb.Tier{
+		"two tiers, both full": {{Scale: time.Hour, Limit: 1}, {Scale: time.Minute, Limit: 1}},
+		"one tier":             {{Scale: time.Hour, Limit: 1}},
+	} {
+		clk := &stepClock{now: time.UnixMilli(1_767_225_600_000), last: time.Now()}
+		db, err := ratedb.Open("", &ratedb.Options{Clock: clk.Now})
+		require.NoError(t, err)
+		st, err := redisstore.New(srv.Client(t, nil), &redisstore.Options{Prefix: newPrefix(), Timeout: 5 * time.Second, Clock: redisstore.LocalClock(clk.Now)})
+		require.NoError(t, err)
+		ctx := context.Background()
+		le, err := db.Layered(ratedb.FixedWindow, tiers...)
+		require.NoError(t, err)
+		lr, err := st.Layered(ratedb.FixedWindow, tiers...)
+		require.NoError(t, err)
+		_, err = le.Inc(ctx, "k", math.MaxInt64)
+		require.NoError(t, err)
+		_, err = lr.Inc(ctx, "k", redisstore.MaxCount)
+		require.NoError(t, err)
+		_, e1 := le.Inc(ctx, "k", 1) // every tier is full
+		_, e2 := lr.Inc(ctx, "k", 1)
+		require.ErrorIs(t, e1, ratedb.ErrInvalidArgument, name)
+		require.ErrorIs(t, e2, ratedb.ErrInvalidArgument, name)
+		require.Equal(t, e1.Error(), e2.Error(), name)
+		require.NoError(t, db.Close())
+	}
 }
