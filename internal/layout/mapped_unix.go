@@ -13,7 +13,7 @@ import (
 // through a read-only memory map, and the function that unmaps it. CheckTree
 // reads one page header after another; through a map they cost a page
 // fault, mostly served by the kernel's fault-around, instead of a system
-// call each: about 35 ms instead of 120 for 150,000 pages on the test
+// call each: 35 to 75 ms instead of about 120 for 150,000 pages on the test
 // machine. If the map fails, the reader is f itself.
 //
 // A fault while reading the map (the file truncated under it) is a SIGBUS:
