@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -105,4 +106,21 @@ func TestForwardingHeadersAllocationsBounded(t *testing.T) {
 		t.Logf("%s: header %d bytes, allocated %d bytes", name, len(tc.value), alloc)
 		assert.Less(t, alloc, uint64(len(tc.value)), "%s: allocation in proportion to a header the client writes", name)
 	}
+}
+
+// Empty elements of a Forwarded line are no hops: ten trusted proxies'
+// elements, each after empty ones (", , ,"), still lead to the client, far
+// from the 32 hops the walk reads.
+func TestForwardedEmptyElementsAreNoHops(t *testing.T) {
+	p := httplimit.Proxies{Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Headers: []string{"Forwarded"}}
+	parts := []string{"for=203.0.113.7"}
+	for i := range 10 {
+		parts = append(parts, fmt.Sprintf(" , , , for=10.0.0.%d", i+1))
+	}
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "10.0.0.254:1"
+	r.Header.Set("Forwarded", strings.Join(parts, ","))
+	a, err := p.ClientIP(r)
+	require.NoError(t, err)
+	assert.Equal(t, netip.MustParseAddr("203.0.113.7"), a)
 }

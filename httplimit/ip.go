@@ -230,25 +230,30 @@ func forwardedHops(lines []string) []string {
 	var hops []string
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := lines[i]
+		// Empty elements are no hops: only the others are counted.
 		total := 0
-		if !eachQuoted(line, ',', func(string) bool { total++; return true }) {
+		if !eachQuoted(line, ',', func(elem string) bool {
+			if strings.TrimSpace(elem) != "" {
+				total++
+			}
+			return true
+		}) {
 			return append(hops, "") // the walk stops here
 		}
-		// The last elements only (empty ones included, so that the
-		// proxies' elements, rightmost, are among them).
+		// The last non-empty elements only, one more than the walk reads.
 		skip := max(0, total-(maxHops+1-len(hops)))
 		var elems []string
 		n := 0
 		eachQuoted(line, ',', func(elem string) bool {
+			if strings.TrimSpace(elem) == "" {
+				return true
+			}
 			if n++; n > skip {
 				elems = append(elems, elem)
 			}
 			return true
 		})
 		for j := len(elems) - 1; j >= 0; j-- {
-			if strings.TrimSpace(elems[j]) == "" {
-				continue
-			}
 			if len(hops) == maxHops {
 				return append(hops, "")
 			}
