@@ -244,13 +244,10 @@ func (db *DB) loadFile() error {
 	})
 }
 
-// checkTrees checks (layout.CheckTree, layout.DamagedInline) the page
-// trees of the file just opened, as of the commit bbolt opened it at,
-// reading it through a memory map: the root bucket's and the meta bucket's,
-// whose damage is the error err, and those of the blocks bucket (or a
-// ratedb/1 file's windows and index buckets), whose damage is blocksErr.
-// bbolt reads nothing but its meta page before the root bucket's tree is
-// checked.
+// checkTrees checks (layout.CheckTrees) the page trees of the file just
+// opened, as of the commit bbolt opened it at, before bbolt reads anything
+// but its meta page: damage to the root or meta bucket is the error err
+// (wrapping ErrCorrupt), damage to the trees of windows is blocksErr.
 func (db *DB) checkTrees() (blocksErr, err error) {
 	f, err := os.Open(db.path)
 	if err != nil {
@@ -258,45 +255,9 @@ func (db *DB) checkTrees() (blocksErr, err error) {
 	}
 	defer f.Close()
 	err = db.view(func(tx *bolt.Tx) error { // under guard: a fault reading the map panics
-		ps := int64(db.bolt.Info().PageSize)
-		pages, root := uint64(tx.Size()/ps), uint64(tx.Cursor().Bucket().Root())
-		r, unmap := layout.Mapped(f, tx.Size())
-		defer unmap()
-		if err := layout.CheckTree(r, ps, pages, root); err != nil {
-			return fmt.Errorf("%w: the root bucket's pages: %v", ErrCorrupt, err)
-		}
-		var meta uint64
-		var data []uint64
-		for _, name := range [][]byte{layout.BucketMeta, layout.BucketBlocks, layout.LegacyBucketWindows, layout.LegacyBucketIndex} {
-			b := tx.Bucket(name)
-			if b == nil || b.Root() == 0 { // missing, or inline in its parent
-				continue
-			}
-			if string(name) == string(layout.BucketMeta) {
-				meta = uint64(b.Root())
-			} else {
-				data = append(data, uint64(b.Root()))
-			}
-		}
-		if meta != 0 {
-			if err := layout.CheckTree(r, ps, pages, meta); err != nil {
-				return fmt.Errorf("%w: the meta bucket's pages: %v", ErrCorrupt, err)
-			}
-		}
-		blocksErr = layout.CheckTree(r, ps, pages, data...)
-		// An inline bucket's page is no page of the trees above: a
-		// branch one links bbolt back to itself (page 0).
-		bad, err := layout.DamagedInline(r, ps, root)
-		if err != nil {
-			return fmt.Errorf("ratedb: %w", err)
-		}
-		for _, name := range bad {
-			if name == string(layout.BucketMeta) {
-				return fmt.Errorf("%w: the meta bucket's inline page is not a leaf", ErrCorrupt)
-			}
-			if blocksErr == nil {
-				blocksErr = fmt.Errorf("%w: bucket %q's inline page is not a leaf", layout.ErrDamaged, name)
-			}
+		var err error
+		if blocksErr, err = layout.CheckTrees(tx, f); err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		return nil
 	})
@@ -547,11 +508,6 @@ func validateFile(path string) (m bmeta, metaDamaged bool, err error) {
 	}
 	if flags, overflow, ok := readPageHeader(f, int64(m.root)*ps); !ok || flags&(pageBranch|pageLeaf) == 0 || m.root+uint64(overflow) >= m.pgid {
 		return bmeta{}, false, fmt.Errorf("%w: bad root page", ErrCorrupt)
-	}
-	// bbolt's look-up of a bucket would recurse without end down a cycle
-	// in the root bucket's pages (one leaf page in a ratedb file).
-	if err := layout.CheckTree(f, ps, m.pgid, m.root); err != nil {
-		return bmeta{}, false, fmt.Errorf("%w: bad root page tree: %v", ErrCorrupt, err)
 	}
 	if m.freelist == ^uint64(0) {
 		// No freelist (written by a bbolt with NoFreelistSync, as other

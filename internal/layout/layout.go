@@ -186,28 +186,13 @@ func Read(path string, timeout time.Duration, vis Visitor) (err error) {
 	defer f.Close()
 	return bdb.View(func(tx *bolt.Tx) error {
 		// bbolt's cursors recurse or loop without end down a cycle in a
-		// page tree: check the trees ForEach walks first, the root
-		// bucket's before looking a bucket up in it.
-		ps := int64(bdb.Info().PageSize)
-		pages := uint64(tx.Size() / ps)
-		r, unmap := Mapped(f, tx.Size())
-		defer unmap()
-		if err := CheckTree(r, ps, pages, uint64(tx.Cursor().Bucket().Root())); err != nil {
+		// page tree: check the trees ForEach walks first.
+		data, err := CheckTrees(tx, f)
+		if err != nil {
 			return err
 		}
-		var roots []uint64
-		for _, name := range [][]byte{BucketMeta, BucketBlocks, LegacyBucketWindows, LegacyBucketIndex} {
-			if b := tx.Bucket(name); b != nil && b.Root() != 0 {
-				roots = append(roots, uint64(b.Root()))
-			}
-		}
-		if err := CheckTree(r, ps, pages, roots...); err != nil {
-			return err
-		}
-		if bad, err := DamagedInline(r, ps, uint64(tx.Cursor().Bucket().Root())); err != nil {
-			return err
-		} else if len(bad) > 0 {
-			return fmt.Errorf("%w: an inline bucket's page is not a leaf", ErrDamaged)
+		if data != nil {
+			return data
 		}
 		return ForEach(tx, vis)
 	})

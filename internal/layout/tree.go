@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // CheckTree checks, through its own reads of r (a bbolt file of pages
@@ -150,4 +153,57 @@ func DamagedInline(r io.ReaderAt, pageSize int64, root uint64) ([]string, error)
 		level = next
 	}
 	return bad, nil
+}
+
+// CheckTrees checks, before bbolt walks them, the page trees a read
+// transaction tx of the file f (open on the same file) can reach: the root
+// bucket's first, then the buckets it holds, including those held inline
+// (CheckTree, DamagedInline), reading f through a memory map. err is damage
+// to the root or meta bucket, without which the file cannot be read at all;
+// data is damage to the trees of windows (the blocks bucket, or a ratedb/1
+// file's windows and index buckets). Both wrap ErrDamaged, or are read
+// errors. A fault reading the map (the file truncated under it) is a
+// SIGBUS: call it where debug.SetPanicOnFault turns that into a panic.
+func CheckTrees(tx *bolt.Tx, f *os.File) (data, err error) {
+	ps := int64(tx.DB().Info().PageSize)
+	pages, root := uint64(tx.Size()/ps), uint64(tx.Cursor().Bucket().Root())
+	r, unmap := Mapped(f, tx.Size())
+	defer unmap()
+	if err := CheckTree(r, ps, pages, root); err != nil {
+		return nil, fmt.Errorf("the root bucket's pages: %w", err)
+	}
+	var meta uint64
+	var roots []uint64
+	for _, name := range [][]byte{BucketMeta, BucketBlocks, LegacyBucketWindows, LegacyBucketIndex} {
+		b := tx.Bucket(name)
+		if b == nil || b.Root() == 0 { // missing, or inline in its parent
+			continue
+		}
+		if string(name) == string(BucketMeta) {
+			meta = uint64(b.Root())
+		} else {
+			roots = append(roots, uint64(b.Root()))
+		}
+	}
+	if meta != 0 {
+		if err := CheckTree(r, ps, pages, meta); err != nil {
+			return nil, fmt.Errorf("the meta bucket's pages: %w", err)
+		}
+	}
+	data = CheckTree(r, ps, pages, roots...)
+	// An inline bucket's page is no page of the trees above: a branch one
+	// links bbolt back to itself (page 0).
+	bad, err := DamagedInline(r, ps, root)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range bad {
+		if name == string(BucketMeta) {
+			return nil, fmt.Errorf("%w: the meta bucket's inline page is not a leaf", ErrDamaged)
+		}
+		if data == nil {
+			data = fmt.Errorf("%w: bucket %q's inline page is not a leaf", ErrDamaged, name)
+		}
+	}
+	return data, nil
 }
