@@ -1,8 +1,12 @@
 package main_test
 
 import (
+	"context"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -10,6 +14,8 @@ import (
 	"time"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/redisstate"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -102,4 +108,46 @@ func TestRedisBadURL(t *testing.T) {
 	_, stderr, code = runTool(t, "serve", "--fail-open", "--db", filepath.Join(t.TempDir(), "x.db"))
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "--fail-open applies only with --redis")
+}
+
+// A stored rule this version refuses (here written into Redis by hand, as
+// another version of ratedb might store one) neither stops the running
+// instances from changing the rules nor stays beyond repair: a DELETE
+// through the API removes it, and a restart then succeeds.
+func TestRedisInvalidStoredRuleIsRepairedThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	addr, _ := proctest.StartRedis(t)
+	args := []string{"--redis", "redis://" + addr + "/0", "--redis-timeout", "5s"}
+	a := start(t, filepath.Join(t.TempDir(), "unused.db"), args...)
+	code, _, body := a.do("PUT", "/v1/rules/good", adminKey, `{"client_id":"g","route":"*","limit":3,"window":"1h"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	ctx := context.Background()
+	cur, err := c.Get(ctx, redisstate.RulesKey).Result()
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(cur, "]"), cur)
+	bad := `{"name":"bad","client_id":"b","route":"*","limit":-1,"window":"1h","generation":2}`
+	require.NoError(t, c.Set(ctx, redisstate.RulesKey, strings.TrimSuffix(cur, "]")+","+bad+"]", 0).Err())
+
+	code, _, body = a.do("PUT", "/v1/rules/other", adminKey, `{"client_id":"o","route":"*","limit":5,"window":"1h"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	after, err := c.Get(ctx, redisstate.RulesKey).Result()
+	require.NoError(t, err)
+	assert.Contains(t, after, `"name":"bad"`, "kept as stored")
+
+	ctx30, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	b := exec.CommandContext(ctx30, binary(t), append([]string{"serve", "--http", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "unused.db")}, args...)...)
+	b.Env = append(os.Environ(), "RATEDB_API_KEYS="+clientKey, "RATEDB_ADMIN_KEYS="+adminKey)
+	out, err := b.CombinedOutput()
+	require.Error(t, err, "an instance does not start on a rule it refuses")
+	assert.Contains(t, string(out), `stored rule "bad"`)
+
+	code, _, body = a.do("DELETE", "/v1/rules/bad", adminKey, "")
+	require.Equal(t, http.StatusOK, code, body)
+	a2 := start(t, filepath.Join(t.TempDir(), "unused.db"), args...)
+	assert.Equal(t, int64(3), a2.check("g", "/r").Limit)
+	assert.Equal(t, int64(5), a2.check("o", "/r").Limit)
 }

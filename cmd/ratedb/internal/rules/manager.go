@@ -26,29 +26,41 @@ func NewManager(store Storage, def *Rule) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	byName, err := buildStored(stored)
+	byName, invalid, err := buildStored(stored)
 	if err != nil {
 		return nil, err
+	}
+	if len(invalid) > 0 {
+		name := slices.Sorted(maps.Keys(invalid))[0]
+		_, err := Build(name, invalid[name].Spec, false)
+		return nil, fmt.Errorf("rules: stored rule %q: %w (replace or delete it with PUT or DELETE /v1/rules/{name} on an instance that runs, or in the storage)", truncate(name), err)
 	}
 	m := &Manager{store: store}
 	m.set.Store(newSet(slices.Collect(maps.Values(byName)), def))
 	return m, nil
 }
 
-// buildStored builds stored rules, by name.
-func buildStored(stored []Stored) (map[string]*Rule, error) {
-	byName := make(map[string]*Rule, len(stored))
+// buildStored builds stored rules, by name. A stored rule this version
+// cannot build (one written by another version, or edited by hand) is
+// returned in invalid, as stored.
+func buildStored(stored []Stored) (byName map[string]*Rule, invalid map[string]Stored, err error) {
+	byName = make(map[string]*Rule, len(stored))
 	for _, s := range stored {
+		_, dup := byName[s.Name]
+		if _, dupInvalid := invalid[s.Name]; dup || dupInvalid {
+			return nil, nil, fmt.Errorf("rules: stored rule %q appears twice", truncate(s.Name))
+		}
 		r, err := Build(s.Name, s.Spec, false)
 		if err != nil {
-			return nil, fmt.Errorf("rules: stored rule %q: %w", truncate(s.Name), err)
-		}
-		if _, dup := byName[r.Name]; dup {
-			return nil, fmt.Errorf("rules: stored rule %q appears twice", truncate(s.Name))
+			if invalid == nil {
+				invalid = make(map[string]Stored)
+			}
+			invalid[s.Name] = s
+			continue
 		}
 		byName[r.Name] = withGeneration(r, s.Generation)
 	}
-	return byName, nil
+	return byName, invalid, nil
 }
 
 // Current returns the current rule set.
@@ -71,18 +83,24 @@ func (m *Manager) Put(r *Rule) (created bool, err error) {
 // kept, and two instances changing rules at once both keep their change
 // (Storage.Update).
 func (m *Manager) Import(rs []*Rule) (created bool, err error) {
-	return created, m.change(func(byName map[string]*Rule) error {
+	return created, m.change(func(byName map[string]*Rule, invalid map[string]Stored) error {
 		for i, r := range rs {
 			old, ok := byName[r.Name]
+			bad, wasInvalid := invalid[r.Name]
 			if i == 0 {
-				created = !ok
+				created = !ok && !wasInvalid
 			}
 			gen := int64(0)
-			if ok {
+			switch {
+			case ok:
 				gen = old.Generation
 				if !old.sameCounters(r) {
 					gen++
 				}
+			case wasInvalid:
+				// Its windows cannot be compared: count anew.
+				gen = bad.Generation + 1
+				delete(invalid, r.Name)
 			}
 			byName[r.Name] = withGeneration(r, gen)
 		}
@@ -93,34 +111,42 @@ func (m *Manager) Import(rs []*Rule) (created bool, err error) {
 // Delete removes the rule called name; ErrNotFound if there is none in
 // storage.
 func (m *Manager) Delete(name string) error {
-	return m.change(func(byName map[string]*Rule) error {
-		if _, ok := byName[name]; !ok {
+	return m.change(func(byName map[string]*Rule, invalid map[string]Stored) error {
+		_, ok := byName[name]
+		_, bad := invalid[name]
+		if !ok && !bad {
 			return ErrNotFound
 		}
 		delete(byName, name)
+		delete(invalid, name)
 		return nil
 	})
 }
 
 // change applies edit to the stored rules, by name, saves the result and
-// serves it.
-func (m *Manager) change(edit func(byName map[string]*Rule) error) error {
+// serves it. Stored rules this version cannot build are passed to edit in
+// invalid, which it may delete from (a replacement or a deletion); the
+// ones it leaves are saved again as they were, and not served.
+func (m *Manager) change(edit func(byName map[string]*Rule, invalid map[string]Stored) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	def := m.set.Load().def
 	var next *Set
 	err := m.store.Update(func(stored []Stored) ([]Stored, error) {
-		byName, err := buildStored(stored)
+		byName, invalid, err := buildStored(stored)
 		if err != nil {
 			return nil, err
 		}
-		if err := edit(byName); err != nil {
+		if err := edit(byName, invalid); err != nil {
 			return nil, err
 		}
 		next = newSet(slices.Collect(maps.Values(byName)), def)
-		out := make([]Stored, 0, len(byName))
+		out := make([]Stored, 0, len(byName)+len(invalid))
 		for _, r := range next.Rules() {
 			out = append(out, Stored{Spec: r.Spec(), Generation: r.Generation})
+		}
+		for _, name := range slices.Sorted(maps.Keys(invalid)) {
+			out = append(out, invalid[name])
 		}
 		return out, nil
 	})

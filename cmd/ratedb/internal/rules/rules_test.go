@@ -267,3 +267,52 @@ func TestReloadSeesAnotherWriter(t *testing.T) {
 	assert.Error(t, b.Reload())
 	mustGet(t, b, "x")
 }
+
+// A stored rule this version refuses (written by another version, or by
+// hand) stops a Manager from starting, with an error naming it, but does not
+// stop the changes of a Manager already running: they keep it as stored, and
+// a PUT or a DELETE of its name repairs it.
+func TestInvalidStoredRuleCanBeRepaired(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	store := rules.FileStorage{Path: path}
+	m, err := rules.NewManager(store, defaultRule(t))
+	require.NoError(t, err)
+	_, err = m.Put(mustBuild(t, "good", "c", "*", 3, "1m"))
+	require.NoError(t, err)
+
+	bad := rules.Stored{Spec: rules.Spec{Name: "bad", ClientID: "c", Route: "*", Limit: i64(-1), Window: "1m"}, Generation: 4}
+	other := rules.Stored{Spec: rules.Spec{Name: "other", ClientID: "d", Route: "*", Limit: i64(5), Window: "fortnight"}, Generation: 1}
+	require.NoError(t, store.Update(func(cur []rules.Stored) ([]rules.Stored, error) {
+		return append(cur, bad, other), nil
+	}))
+
+	_, err = rules.NewManager(store, defaultRule(t))
+	require.ErrorIs(t, err, rules.ErrInvalidRule)
+	assert.Contains(t, err.Error(), `"bad"`)
+	assert.Error(t, m.Reload(), "a reload keeps the rules it serves")
+	mustGet(t, m, "good")
+
+	// Another change keeps both invalid rules as they were.
+	_, err = m.Put(mustBuild(t, "new", "e", "*", 7, "1m"))
+	require.NoError(t, err)
+	stored, err := store.Load()
+	require.NoError(t, err)
+	require.Len(t, stored, 4)
+	assert.Contains(t, stored, bad)
+	assert.Contains(t, stored, other)
+	_, ok := m.Current().Get("bad")
+	assert.False(t, ok, "an invalid rule is not served")
+
+	// A PUT replaces one: not a creation, and its windows start anew.
+	created, err := m.Put(mustBuild(t, "bad", "c", "*", 2, "1m"))
+	require.NoError(t, err)
+	assert.False(t, created)
+	assert.Equal(t, int64(5), mustGet(t, m, "bad").Generation)
+	// A DELETE removes the other.
+	require.NoError(t, m.Delete("other"))
+	require.ErrorIs(t, m.Delete("other"), rules.ErrNotFound)
+
+	fresh, err := rules.NewManager(store, defaultRule(t))
+	require.NoError(t, err, "the repaired storage loads")
+	assert.Len(t, fresh.Current().Rules(), 3)
+}
