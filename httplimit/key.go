@@ -64,10 +64,17 @@ func KeyByClientIP(p Proxies) KeyFunc {
 // with the address in Keys does not help). Key by a header only when an
 // earlier handler has checked it, or put a second middleware keyed by
 // address in front.
+//
+// KeyByHeader("Host") keys by http.Request.Host: net/http's server moves the
+// Host header there and removes it from Request.Header.
 func KeyByHeader(name string, fallback KeyFunc) KeyFunc {
 	name = http.CanonicalHeaderKey(name)
+	value := func(r *http.Request) string { return r.Header.Get(name) }
+	if name == "Host" {
+		value = func(r *http.Request) string { return r.Host }
+	}
 	return func(r *http.Request) (string, error) {
-		if v := r.Header.Get(name); v != "" {
+		if v := value(r); v != "" {
 			return digest(v), nil
 		}
 		if fallback == nil {

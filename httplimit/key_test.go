@@ -374,3 +374,30 @@ func TestKeyByRoute(t *testing.T) {
 	assert.ErrorIs(t, gotErr, httplimit.ErrNoRoute)
 	assert.EqualValues(t, 1, m.Errors())
 }
+
+// net/http's server moves the Host header to Request.Host: KeyByHeader("host")
+// keys by it, through a real server, where Request.Header holds no Host.
+func TestKeyByHeaderHostThroughAServer(t *testing.T) {
+	kf := httplimit.KeyByHeader("host", nil)
+	keys := make(chan string, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k, err := kf(r)
+		if err != nil {
+			k = "error: " + err.Error()
+		}
+		keys <- k
+	}))
+	defer srv.Close()
+	for _, host := range []string{"tenant-a.example", "tenant-b.example"} {
+		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	a, b := <-keys, <-keys
+	assert.True(t, strings.HasPrefix(a, "sha256:"), a)
+	assert.True(t, strings.HasPrefix(b, "sha256:"), b)
+	assert.NotEqual(t, a, b, "each host has its own key")
+}
