@@ -134,14 +134,19 @@ func (db *DB) openPath() error {
 // process then replaces (ratedb compact renames its new file over the old
 // one, then lets the old one go): bbolt would then hold a file no longer at
 // db.path, where every write is lost. So the file at db.path must be the
-// same before and after, or it starts again (three times at most).
+// same before and after, or it starts again (three times at most). All the
+// waits for the lock share one OpenTimeout.
 func (db *DB) openValidated() (*bolt.DB, error) {
+	deadline := time.Now().Add(db.opts.OpenTimeout)
+	// left is the wait still allowed: never zero, which bbolt reads as
+	// "wait forever".
+	left := func() time.Duration { return max(time.Until(deadline), time.Millisecond) }
 	for attempt := 1; ; attempt++ {
 		before, err := os.Stat(db.path)
 		if err != nil {
 			return nil, fmt.Errorf("ratedb: %w", err)
 		}
-		unlock, err := lockFile(db.path, db.opts.OpenTimeout)
+		unlock, err := lockFile(db.path, left())
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +158,7 @@ func (db *DB) openValidated() (*bolt.DB, error) {
 		if testBeforeOpenBolt != nil {
 			testBeforeOpenBolt()
 		}
-		bdb, err := openBolt(db.path, db.opts.OpenTimeout, db.opts.NoSync)
+		bdb, err := openBolt(db.path, left(), db.opts.NoSync)
 		if err != nil {
 			return nil, err
 		}

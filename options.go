@@ -86,9 +86,9 @@ type Options struct {
 	// must be fast and must not call the DB.
 	Clock func() time.Time
 
-	// OpenTimeout is how long Open waits for another handle's lock on the
-	// file before it returns ErrLocked. Default 1 second. Negative is
-	// invalid.
+	// OpenTimeout is how long Open waits in all for another handle's lock
+	// on the file before it returns ErrLocked. Default 1 second. Negative
+	// is invalid.
 	OpenTimeout time.Duration
 
 	// Logger receives snapshot and janitor failures and corrupt-file

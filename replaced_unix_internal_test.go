@@ -59,3 +59,41 @@ func TestOpenOfAFileReplacedWhileWaiting(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "not the file it replaced")
 }
+
+// TestOpenTimeoutBoundsAllWaits: Open waits for the lock twice, to
+// validate the file and in bbolt's Open; OpenTimeout bounds both together,
+// not each (which let a retried Open wait six times as long).
+func TestOpenTimeoutBoundsAllWaits(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	db, _ := openWindow(t, path, now)
+	require.NoError(t, db.Close())
+
+	// Another holder keeps the lock through the first wait...
+	first, err := os.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, syscall.Flock(int(first.Fd()), syscall.LOCK_EX))
+	go func() {
+		time.Sleep(350 * time.Millisecond) // into Open's first wait
+		_ = first.Close()
+	}()
+	// ...and one more takes it before bbolt's Open, for good.
+	defer func() { testBeforeOpenBolt = nil }()
+	var second *os.File
+	defer func() {
+		if second != nil {
+			_ = second.Close()
+		}
+	}()
+	testBeforeOpenBolt = func() {
+		second, err = os.Open(path)
+		require.NoError(t, err)
+		require.NoError(t, syscall.Flock(int(second.Fd()), syscall.LOCK_EX))
+	}
+	const timeout = 500 * time.Millisecond
+	start := time.Now()
+	_, err = Open(path, &Options{OpenTimeout: timeout, SnapshotPeriod: -1, CleanPeriod: -1})
+	elapsed := time.Since(start)
+	require.ErrorIs(t, err, ErrLocked)
+	assert.Less(t, elapsed, timeout+200*time.Millisecond, "both waits together stay within OpenTimeout")
+}
