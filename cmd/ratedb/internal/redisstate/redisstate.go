@@ -69,7 +69,9 @@ func NewClient(spec string) (redis.UniversalClient, error) {
 func describeURLError(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return "not a redis:// URL: " + ue.Err.Error()
+		// ue.Err quotes the URL ("invalid port \":pa\" after host" for a
+		// password holding '/', '?' or '#'): never pass it on.
+		return "not a valid URL (percent-encode '/', '?', '#', '@' and ':' in a user name or password)"
 	}
 	return "not a redis:// URL (redis://host:port/db) or a comma list of Cluster addresses"
 }
