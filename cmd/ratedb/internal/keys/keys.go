@@ -4,6 +4,7 @@
 package keys
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -67,6 +68,9 @@ func load(s Source) ([][sha256.Size]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("keys: %w", err)
 		}
+		// A byte order mark (Windows editors write one) is not part of
+		// the first line: kept, it would turn a comment into a key.
+		b = bytes.TrimPrefix(b, []byte("\ufeff"))
 		for _, line := range strings.Split(string(b), "\n") {
 			line = strings.TrimSpace(line)
 			if line != "" && !strings.HasPrefix(line, "#") {
