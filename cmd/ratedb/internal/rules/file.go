@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 
 	"gopkg.in/yaml.v3"
@@ -47,6 +48,12 @@ func ParseFile(data []byte) ([]*Rule, error) {
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
 		p.add("the file holds more than one YAML document (a second one after ---): put every rule in the one list under rules:")
 	}
+	// yaml.v3 truncates a float into an int64 ("limit: 0.5" would be 0,
+	// deny all): a limit must be written as an integer, as the API wants.
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) == nil {
+		checkIntegerLimits(&root, &p)
+	}
 	var rs []*Rule
 	seen := map[string]int{}
 	for i, s := range f.Rules {
@@ -69,4 +76,43 @@ func ParseFile(data []byte) ([]*Rule, error) {
 		return nil, &ValidationError{Problems: p}
 	}
 	return rs, nil
+}
+
+// checkIntegerLimits adds a problem for each rules[i].limit or
+// rules[i].tiers[j].limit of the document root that is a scalar other than
+// an integer (or null).
+func checkIntegerLimits(root *yaml.Node, p *problems) {
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
+		return
+	}
+	list := mappingValue(root.Content[0], "rules")
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return
+	}
+	check := func(where string, n *yaml.Node) {
+		if n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() != "!!int" && n.ShortTag() != "!!null" {
+			p.add("%s.limit is not an integer", where)
+		}
+	}
+	for i, r := range list.Content {
+		check(fmt.Sprintf("rules[%d]", i), mappingValue(r, "limit"))
+		if tiers := mappingValue(r, "tiers"); tiers != nil && tiers.Kind == yaml.SequenceNode {
+			for j, t := range tiers.Content {
+				check(fmt.Sprintf("rules[%d].tiers[%d]", i, j), mappingValue(t, "limit"))
+			}
+		}
+	}
+}
+
+// mappingValue is the value of key in the mapping node m, nil if none.
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
 }
