@@ -56,45 +56,80 @@ func DecodeCheck(body []byte) (client, route string, cost int64, err error) {
 		}
 		return validateCheck(req)
 	}
-	if req, err = decodeCheckJSON(body); err != nil {
+	req, bad, err := decodeCheckFields(body)
+	if err != nil {
 		return "", "", 0, err
 	}
-	return validateCheck(req)
+	return validateCheckTyped(req, bad)
 }
 
 // decodeCheckJSON decodes a check body with encoding/json, after
 // checkStrict.
 func decodeCheckJSON(body []byte) (CheckRequest, error) {
-	var req CheckRequest
-	if err := checkStrict(body, checkFields); err != nil {
-		return req, fmt.Errorf("%w: %v", errBadRequest, err)
+	req, bad, err := decodeCheckFields(body)
+	if err == nil && len(bad) > 0 {
+		_, _, _, err = validateCheckTyped(req, bad)
 	}
+	return req, err
+}
+
+// decodeCheckFields decodes a check body after checkStrict, each member on
+// its own, so that a value of the wrong type is one problem among the
+// others: bad maps the name of each such member to its problem.
+func decodeCheckFields(body []byte) (req CheckRequest, bad map[string]string, err error) {
+	if err := checkStrict(body, checkFields); err != nil {
+		return req, nil, fmt.Errorf("%w: %v", errBadRequest, err)
+	}
+	// checkStrict refused unknown, misspelt and repeated members.
+	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, fmt.Errorf("%w: %s", errBadRequest, describeJSONError(err))
+	if err := dec.Decode(&raw); err != nil {
+		return req, nil, fmt.Errorf("%w: %s", errBadRequest, describeJSONError(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return req, fmt.Errorf("%w: data after the JSON object", errBadRequest)
+		return req, nil, fmt.Errorf("%w: data after the JSON object", errBadRequest)
 	}
-	return req, nil
+	decode := func(name string, dst any, want string) {
+		if v, ok := raw[name]; ok && json.Unmarshal(v, dst) != nil {
+			if bad == nil {
+				bad = make(map[string]string)
+			}
+			bad[name] = name + " must be " + want
+		}
+	}
+	decode("client_id", &req.ClientID, "a string")
+	decode("route", &req.Route, "a string")
+	decode("cost", &req.Cost, fmt.Sprintf("an integer from 1 to %d", MaxCost))
+	return req, bad, nil
 }
 
 // validateCheck checks a decoded check body's fields.
 func validateCheck(req CheckRequest) (client, route string, cost int64, err error) {
+	return validateCheckTyped(req, nil)
+}
+
+// validateCheckTyped checks a decoded check body's fields; bad holds the
+// problems of members whose value had the wrong type.
+func validateCheckTyped(req CheckRequest, bad map[string]string) (client, route string, cost int64, err error) {
 	var problems []string
-	if req.ClientID == "" {
+	if p, ok := bad["client_id"]; ok {
+		problems = append(problems, p)
+	} else if req.ClientID == "" {
 		problems = append(problems, "client_id is missing or empty")
 	} else if len(req.ClientID) > MaxIDLen {
 		problems = append(problems, fmt.Sprintf("client_id is longer than %d bytes", MaxIDLen))
 	}
-	if req.Route == "" {
+	if p, ok := bad["route"]; ok {
+		problems = append(problems, p)
+	} else if req.Route == "" {
 		problems = append(problems, "route is missing or empty")
 	} else if len(req.Route) > MaxIDLen {
 		problems = append(problems, fmt.Sprintf("route is longer than %d bytes", MaxIDLen))
 	}
 	cost = 1
-	if req.Cost != nil {
+	if p, ok := bad["cost"]; ok {
+		problems = append(problems, p)
+	} else if req.Cost != nil {
 		cost = *req.Cost
 		if cost <= 0 || cost > MaxCost {
 			problems = append(problems, fmt.Sprintf("cost must be between 1 and %d", MaxCost))
@@ -200,13 +235,26 @@ func (s *Server) writeDecision(w http.ResponseWriter, rule *rules.Rule, d core.D
 		b = append(b, "Deny"...)
 	}
 	if d.FailedOpen {
-		// No decision was made: report the rule's limit, untouched.
+		// No decision was made: report the rule's limit, untouched; for a
+		// layered rule the binding tier (nothing counted: the smallest
+		// limit, the least room) and every tier.
 		l := rule.Tiers[0].Limit
+		for _, t := range rule.Tiers[1:] {
+			l = min(l, t.Limit)
+		}
 		b = append(b, `","limit":`...)
 		b = strconv.AppendInt(b, l, 10)
 		b = append(b, `,"remain":`...)
 		b = strconv.AppendInt(b, l, 10)
-		b = append(b, `,"reset_in_second":0,"fail_open":true}}`...)
+		b = append(b, `,"reset_in_second":0`...)
+		if rule.Layered {
+			b = append(b, `,"tiers":[`...)
+			for i, t := range rule.Tiers {
+				b = appendTier(b, i, t.Limit, t.Limit, 0, t.Scale)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, `,"fail_open":true}}`...)
 		w.Header()["X-Ratedb-Fail-Open"] = []string{"true"}
 		writeBytes(w, code, b)
 		return
@@ -221,18 +269,7 @@ func (s *Server) writeDecision(w http.ResponseWriter, rule *rules.Rule, d core.D
 	if res.Tiers != nil {
 		b = append(b, `,"tiers":[`...)
 		for i, t := range res.Tiers {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"limit":`...)
-			b = strconv.AppendInt(b, t.Limit, 10)
-			b = append(b, `,"remain":`...)
-			b = strconv.AppendInt(b, t.Remaining, 10)
-			b = append(b, `,"reset_in_second":`...)
-			b = strconv.AppendInt(b, ceilSeconds(t.ResetAt.Sub(now)), 10)
-			b = append(b, `,"window":"`...)
-			b = append(b, t.Scale.String()...)
-			b = append(b, `"}`...)
+			b = appendTier(b, i, t.Limit, t.Remaining, ceilSeconds(t.ResetAt.Sub(now)), t.Scale)
 		}
 		b = append(b, ']')
 	}
@@ -268,4 +305,21 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		return nil, false
 	}
 	return body, true
+}
+
+// appendTier appends the JSON object of tier i of a "tiers" array, after a
+// comma unless it is the first.
+func appendTier(b []byte, i int, limit, remain, resetSeconds int64, scale time.Duration) []byte {
+	if i > 0 {
+		b = append(b, ',')
+	}
+	b = append(b, `{"limit":`...)
+	b = strconv.AppendInt(b, limit, 10)
+	b = append(b, `,"remain":`...)
+	b = strconv.AppendInt(b, remain, 10)
+	b = append(b, `,"reset_in_second":`...)
+	b = strconv.AppendInt(b, resetSeconds, 10)
+	b = append(b, `,"window":"`...)
+	b = append(b, scale.String()...)
+	return append(b, `"}`...)
 }

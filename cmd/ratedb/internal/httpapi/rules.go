@@ -7,6 +7,7 @@ import (
 	"github.com/ratedb/ratedb"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
 )
@@ -46,16 +47,36 @@ func DecodeRule(name string, body []byte) (*rules.Rule, error) {
 	var rb ruleBody
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
+	// A value of the wrong type is one problem among the others:
+	// encoding/json decodes the rest of the body and reports the first.
+	var typeProblem, typeField string
 	if err := dec.Decode(&rb); err != nil {
-		return nil, &rules.ValidationError{Problems: []string{describeJSONError(err)}}
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			return nil, &rules.ValidationError{Problems: []string{describeJSONError(err)}}
+		}
+		typeProblem, typeField = describeJSONError(err), strings.SplitN(te.Field, ".", 2)[0]
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, &rules.ValidationError{Problems: []string{"data after the JSON object"}}
 	}
-	return rules.Build(name, rules.Spec{
+	r, err := rules.Build(name, rules.Spec{
 		ClientID: rb.ClientID, Route: rb.Route, Algorithm: rb.Algorithm,
 		Limit: rb.Limit, Window: rb.Window, Tiers: rb.Tiers,
 	}, false)
+	if typeProblem == "" {
+		return r, err
+	}
+	problems := []string{typeProblem}
+	var ve *rules.ValidationError
+	if errors.As(err, &ve) {
+		for _, p := range ve.Problems {
+			if !strings.HasPrefix(p, typeField) { // the mistyped field reads as missing
+				problems = append(problems, p)
+			}
+		}
+	}
+	return nil, &rules.ValidationError{Problems: problems}
 }
 
 func specOf(r *rules.Rule) rules.Spec { return r.Spec() }

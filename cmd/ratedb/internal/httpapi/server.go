@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/keys"
@@ -64,7 +65,28 @@ func New(opts Options) *Server {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+//
+// A path that is not clean ("/v1//check", "/v1/./check") names no endpoint:
+// it is answered 404, where http.ServeMux would redirect to the clean path.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; p != cleanPath(p) {
+		writeError(w, http.StatusNotFound, "not found", nil)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// cleanPath is p as http.ServeMux cleans it (keeping a trailing slash).
+func cleanPath(p string) string {
+	if p == "" || p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
 
 // role is the role of the request's X-API-Key.
 func (s *Server) role(r *http.Request) keys.Role {
