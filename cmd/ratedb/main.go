@@ -134,6 +134,8 @@ func runServe(args []string, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "ratedb serve: unexpected argument %q\n", fs.Arg(0))
 		return errUsage
 	}
+	c.Given = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { c.Given[f.Name] = true })
 	c.APIKeysEnv = os.Getenv("RATEDB_API_KEYS")
 	c.AdminKeysEnv = os.Getenv("RATEDB_ADMIN_KEYS")
 

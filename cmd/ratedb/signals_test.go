@@ -35,6 +35,27 @@ func TestSIGHUPWithoutEnvoyConfigKeepsServing(t *testing.T) {
 	assert.Equal(t, int64(5), s.check("c", "/r").Remain, "the final snapshot kept every hit")
 }
 
+// A flag given without the feature it configures has no effect: it is
+// refused, naming what it needs, rather than silently ignored.
+func TestFlagsWithoutTheirFeatureRefused(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "s.db")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--redis-timeout", "5s"}, "--redis-timeout applies only with --redis"},
+		{[]string{"--envoy-independent"}, "--envoy-independent needs --grpc"},
+		{[]string{"--envoy-config-poll", "5s"}, "need --envoy-config"},
+		{[]string{"--grpc", "127.0.0.1:0", "--envoy-config-merge-domains"}, "need --envoy-config"},
+		{[]string{"--grpc", "127.0.0.1:0", "--envoy-config-ignore-dotfiles"}, "need --envoy-config"},
+	} {
+		_, stderr, code := runTool(t, append([]string{"serve", "--db", db, "--http", "127.0.0.1:0"}, tc.args...)...)
+		assert.Equal(t, 1, code, "%v", tc.args)
+		assert.Contains(t, stderr, tc.want, "%v", tc.args)
+	}
+}
+
 // Durations that would make the service spin, or skip its graceful
 // shutdown, are refused with a clear message.
 func TestNonsenseDurationsRefused(t *testing.T) {

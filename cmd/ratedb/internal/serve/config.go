@@ -41,6 +41,10 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Envoy configures the Envoy rate limit service (gRPC); zero: off.
 	Envoy EnvoyConfig
+	// Given holds the names of the flags given on the command line, so
+	// that a flag whose default is not its zero value is refused where it
+	// has no effect.
+	Given map[string]bool
 }
 
 // minSnapshotPeriod is the shortest --snapshot-period (shorter would make
@@ -65,6 +69,9 @@ func (c *Config) validate() error {
 	if c.FailOpen && c.Redis == "" {
 		p = append(p, "--fail-open applies only with --redis (the embedded file never becomes unavailable)")
 	}
+	if c.Given["redis-timeout"] && c.Redis == "" {
+		p = append(p, "--redis-timeout applies only with --redis")
+	}
 	if c.Redis != "" && c.RedisTimeout <= 0 {
 		p = append(p, "--redis-timeout must be positive")
 	}
@@ -74,7 +81,7 @@ func (c *Config) validate() error {
 	if c.ShutdownTimeout <= 0 {
 		p = append(p, "--shutdown-timeout must be positive")
 	}
-	p = c.Envoy.validate(p)
+	p = c.Envoy.validate(p, c.Given)
 	if len(p) > 0 {
 		return fmt.Errorf("invalid flags: %s", joinSemi(p))
 	}

@@ -40,7 +40,7 @@ type EnvoyConfig struct {
 const minEnvoyPoll = 10 * time.Millisecond
 
 // validate appends the problems of e to p.
-func (e *EnvoyConfig) validate(p []string) []string {
+func (e *EnvoyConfig) validate(p []string, given map[string]bool) []string {
 	if e.GRPC == "" {
 		if e.Config != "" {
 			p = append(p, "--envoy-config needs --grpc")
@@ -48,9 +48,15 @@ func (e *EnvoyConfig) validate(p []string) []string {
 		if e.ShadowMode || e.QuotaMode {
 			p = append(p, "--envoy-shadow-mode and --envoy-quota-mode need --grpc")
 		}
+		if e.Independent {
+			p = append(p, "--envoy-independent needs --grpc")
+		}
 		if e.TLSCert != "" || e.TLSKey != "" || e.TLSClientCA != "" {
 			p = append(p, "--grpc-tls-* need --grpc")
 		}
+	}
+	if e.Config == "" && (e.IgnoreDotFiles || e.MergeDomains || given["envoy-config-poll"]) {
+		p = append(p, "--envoy-config-ignore-dotfiles, --envoy-config-merge-domains and --envoy-config-poll need --envoy-config")
 	}
 	if e.Poll < 0 || (e.Poll > 0 && e.Poll < minEnvoyPoll) {
 		p = append(p, fmt.Sprintf("--envoy-config-poll must be 0 (only on SIGHUP) or at least %v", minEnvoyPoll))
