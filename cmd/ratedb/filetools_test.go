@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -33,25 +32,6 @@ func stateFile(t *testing.T, path string, n int) int64 {
 	fi, err := os.Stat(path)
 	require.NoError(t, err)
 	return fi.Size()
-}
-
-// runToolWithin is runTool that fails the test if the tool runs longer
-// than d (a hang).
-func runToolWithin(t *testing.T, d time.Duration, args ...string) (string, string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), args...)
-	out, err := cmd.Output()
-	require.NoError(t, ctx.Err(), "ratedb %v did not finish within %v", args, d)
-	code := 0
-	stderr := ""
-	if ee, ok := err.(*exec.ExitError); ok {
-		code, stderr = ee.ExitCode(), string(ee.Stderr)
-	} else {
-		require.NoError(t, err)
-	}
-	return string(out), stderr, code
 }
 
 // inspect reports a damaged or truncated file, and a path that is not a
@@ -127,4 +107,16 @@ func TestCompactKeepsOwnerModeAndLinks(t *testing.T) {
 	out, stderr, code = runTool(t, "inspect", link)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "summary: 2000 records", "every window kept")
+}
+
+// inspect of an empty file says it is not a ratedb file (bbolt, opening it
+// read-only, failed to write a new database into it).
+func TestInspectEmptyFile(t *testing.T) {
+	t.Parallel()
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	_, stderr, code := runTool(t, "inspect", empty)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "an empty file")
+	assert.NotContains(t, stderr, "bad file descriptor")
 }

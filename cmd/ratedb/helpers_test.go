@@ -198,14 +198,21 @@ func (s *service) check(clientID, route string) decision {
 // code.
 func runTool(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	// A tool that should have exited but serves instead is killed, and
-	// its exit code (-1) fails the caller's assertions.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	return runToolWithin(t, time.Minute, args...)
+}
+
+// runToolWithin runs the ratedb command with args and returns its stdout,
+// stderr and exit code; it fails the test if the command has not exited
+// within d (a tool that serves instead of exiting, or hangs).
+func runToolWithin(t *testing.T, d time.Duration, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(t), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	require.NoError(t, ctx.Err(), "ratedb %v did not finish within %v", args, d)
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()

@@ -165,6 +165,10 @@ func Read(path string, timeout time.Duration, vis Visitor) (err error) {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: not a regular file", ErrFormat)
 	}
+	if fi.Size() == 0 {
+		// bbolt would try to write a new database into it, read-only.
+		return fmt.Errorf("%w: an empty file", ErrFormat)
+	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
