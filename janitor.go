@@ -97,6 +97,15 @@ func (x *expiryIndex) popDue(now int64) []*entry {
 		}
 		delete(x.slots, slot)
 	}
+	if x.next != noSlot && nowSlot < x.next {
+		// The clock went back since an earlier pass. Every slot below next
+		// was taken by that pass; entries filed since then sit in next
+		// itself, clamped there however early they fall due. Take them, so
+		// that those still live are filed again at their own time, and let
+		// next follow the clock back.
+		take(x.next)
+		x.next = nowSlot
+	}
 	if x.next == noSlot || nowSlot-x.next > int64(len(x.slots)) {
 		for slot := range x.slots {
 			if slot <= nowSlot {
