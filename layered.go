@@ -88,6 +88,7 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result,
 		db.exit(h)
 		return Result{}, err
 	}
+	l.capEnds(e, h, now)
 	trs := make([]TierResult, len(l.tiers))
 	allowed := true
 	for i, t := range l.tiers {

@@ -107,6 +107,7 @@ func (s *spec) newEntry(key string, cs []counter) *entry {
 
 // acquire returns key's entry with its mu held, loading it from the cold
 // store and offering it to the cache as needed, and the time of the call.
+// The caller applies the clock model's cap (capEnds) before using it.
 // cold reports that the cache does not hold the entry; pass it to release.
 //
 // The clock is read only once the entry can no longer leave memory (with
@@ -132,7 +133,6 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 				return nil, 0, false, err
 			}
 			db.touch(e, h)
-			s.capEnds(e, h, now)
 			return e, now, false, nil
 		}
 		e.mu.Unlock()
@@ -211,7 +211,6 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		db.fastStore(h, e)
 		db.touch(e, h)
 	}
-	s.capEnds(e, h, now)
 	return e, now, cold, nil
 }
 
@@ -220,8 +219,7 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 // ends later, so a later end comes from a clock that read ahead when the
 // window opened, or reads behind now.
 // The cap is stored, so the window then ends at a fixed instant. e.mu held.
-func (s *spec) capEnds(e *entry, h uint64, now int64) {
-	changed := false
+func (s *spec) capEnds(e *entry, h uint64, now int64) (changed bool) {
 	for i := range s.scales {
 		if c, lim := e.tier(i), now+s.scales[i]; c.End > lim {
 			c.End = lim
@@ -233,6 +231,7 @@ func (s *spec) capEnds(e *entry, h uint64, now int64) {
 		s.db.markDirty(e, h)
 		s.db.exp.add(e, s.db.expiryAt(e.maxEnd(), now))
 	}
+	return changed
 }
 
 // capCopy caps the windows of a copy of a key's counters as capEnds does,
@@ -260,7 +259,16 @@ func (s *spec) mutate(key string, fn func(e *entry, now int64) (changed bool, er
 		return err
 	}
 	defer s.release(e, cold)
+	// The cap of the clock model is stored only by a call that succeeds: a
+	// call that returns an error changes nothing.
+	var buf [maxTiersInline]counter
+	saved, lowered := e.counters(buf[:0]), e.lowered()
+	capped := s.capEnds(e, h, now)
 	changed, err := fn(e, now)
+	if err != nil && capped {
+		e.setCounters(saved)
+		e.setLowered(lowered)
+	}
 	if changed {
 		db.markDirty(e, h)
 	}

@@ -68,6 +68,7 @@ func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (r
 		db.exit(h)
 		return Result{}, err
 	}
+	w.capEnds(e, h, now)
 	c := &e.c
 	count, end := w.current(c, key, now)
 	allowed := count <= limit-increment
