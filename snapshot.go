@@ -159,6 +159,7 @@ func (db *DB) snapshotLocked() (int64, error) {
 		bufs.keep(n)
 	}()
 	if n == 0 {
+		db.stats.lastSnapErr.Store(nil) // nothing to write: this snapshot succeeded
 		return 0, nil
 	}
 	set := &bufs.set
@@ -194,6 +195,7 @@ func (db *DB) snapshotLocked() (int64, error) {
 	recs := set.changes
 	db.stats.backlog.Add(int64(len(recs) - n))
 	if len(recs) == 0 {
+		db.stats.lastSnapErr.Store(nil)
 		return 0, nil
 	}
 	set.sort()
