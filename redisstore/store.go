@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -150,6 +151,8 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 	}
 	if client == nil {
 		bad("nil client")
+	} else if v := reflect.ValueOf(client); v.Kind() == reflect.Pointer && v.IsNil() {
+		bad("nil client (a nil %T)", client)
 	}
 	if strings.ContainsAny(o.Prefix, "{}") {
 		bad("Options.Prefix holds '{' or '}'")
