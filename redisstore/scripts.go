@@ -70,8 +70,8 @@ end
 // being those after the call. A hit is allowed only if every tier has room;
 // then every tier counts it, else nothing changes. Inc counts without a
 // check and fails with RATEDB_OVERFLOW followed by the (storage) index of
-// every tier it would take past MaxCount, having stored a capped end as the
-// embedded DB does.
+// every tier it would take past MaxCount, writing nothing (a call that
+// fails changes nothing, a capped end included, as in the embedded DB).
 //
 // Deduplication: a counted call stores its reply under KEYS[2] (SET NX, for
 // the dedup TTL) before it writes the counter; if KEYS[2] already exists,
@@ -114,12 +114,12 @@ if reply[1] == 0 or over then
     local prev = redis.call('GET', dk)
     if prev then return decode(prev) end
   end
+  if over then return redis.error_reply('RATEDB_OVERFLOW ' .. over) end
   if capped then
     local maxEnd = 0
     for i = 2, #st, 2 do if st[i] > maxEnd then maxEnd = st[i] end end
     redis.call('SET', KEYS[1], encode(st), 'PX', maxEnd - now + slack)
   end
-  if over then return redis.error_reply('RATEDB_OVERFLOW ' .. over) end
   return reply
 end
 local state, maxEnd = {}, 0
@@ -162,7 +162,7 @@ local slack = 0
 if ARGV[1] ~= '' then slack = scale end
 if e > now + scale then
   e = now + scale
-  if (mode == 'h' and c > limit - inc) or (mode ~= 'h' and c > 9007199254740991 - inc) then
+  if mode == 'h' and c > limit - inc then
     redis.call('SET', KEYS[1], string.format('%d,%d', c, e), 'PX', e - now + slack)
   end
 elseif e <= now then
