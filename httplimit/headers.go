@@ -15,6 +15,11 @@ func setHeaders(h http.Header, res *ratedb.Result, now time.Time, legacy bool) {
 	h.Set("RateLimit-Limit", limit)
 	h.Set("RateLimit-Remaining", remaining)
 	reset := resetSeconds(res.ResetAt, now)
+	if res.Scale > 0 {
+		// A window never ends more than one scale after the decision: a
+		// clock behind the limiter's must not announce a longer wait.
+		reset = min(reset, max(1, ceilSeconds(res.Scale)))
+	}
 	if !res.Allowed && res.RetryAfter > 0 {
 		// The limiter's own measure, so that RateLimit-Reset and
 		// Retry-After agree whatever the two clocks read.

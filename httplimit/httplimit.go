@@ -223,8 +223,8 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 		next.ServeHTTP(w, r)
 		return
 	}
-	now := m.clock()
 	key, cost, res, err := m.decide(r)
+	now := m.clock() // after the decision: the time left is measured from it
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrNoKey):

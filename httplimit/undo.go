@@ -33,7 +33,11 @@ func (w *window) Undo(ctx context.Context, key string, res ratedb.Result, cost i
 // quota is the server's.
 func (m *Middleware) serveUndoable(next http.Handler, w http.ResponseWriter, r *http.Request, key string, cost int64, res ratedb.Result) {
 	sw := &statusWriter{ResponseWriter: w}
-	next.ServeHTTP(sw, r)
+	var rw http.ResponseWriter = sw
+	if _, ok := w.(http.Pusher); ok {
+		rw = pushStatusWriter{sw} // keep server push (HTTP/2)
+	}
+	next.ServeHTTP(rw, r)
 	status := sw.status
 	if status == 0 {
 		status = http.StatusOK
@@ -96,6 +100,14 @@ func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		w.status = http.StatusSwitchingProtocols
 	}
 	return c, rw, err
+}
+
+// pushStatusWriter is a statusWriter over a writer that can push: it is an
+// http.Pusher too. A push sends no status of the response.
+type pushStatusWriter struct{ *statusWriter }
+
+func (w pushStatusWriter) Push(target string, opts *http.PushOptions) error {
+	return w.ResponseWriter.(http.Pusher).Push(target, opts)
 }
 
 // Unwrap returns the underlying writer, for http.ResponseController.
