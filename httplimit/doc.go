@@ -28,7 +28,10 @@
 //
 //   - RateLimit-Limit: the quota of the window that bound the decision.
 //   - RateLimit-Remaining: what is left of it after this request.
-//   - RateLimit-Reset: seconds until that window ends, rounded up.
+//   - RateLimit-Reset: seconds until that window ends, from the decision,
+//     rounded up, and never more than the window's length (a limiter whose
+//     clock runs ahead of Options.Clock, such as Redis's TIME, cannot
+//     announce a longer wait).
 //   - RateLimit-Policy: every window, "100;w=60" (100 per 60 seconds), or
 //     "1;w=60, 10;w=3600" for a layered limiter, in tier order.
 //
