@@ -45,9 +45,10 @@
 // gives ErrCorrupt (or, with CorruptMoveAside, is moved aside). bbolt does
 // not checksum its data pages: before anything writes to the file, a
 // background pass after Open checks the structure of every page and, if one
-// is damaged, rebuilds the file from its sound blocks. A flipped byte in a
-// branch page can still make blocks unreachable without an error;
-// DB.Verify reads the whole file and reports such damage.
+// is damaged, rebuilds the file from its sound blocks. Until that pass has
+// run, a flipped byte in a branch page can send look-ups to the wrong page,
+// where their keys read as fresh windows; DB.Verify reads the whole file
+// and reports such damage at once.
 //
 // Clock: time granularity is the millisecond. The default clock reads the
 // wall clock once, at Open, and then runs on Go's monotonic clock, so a step

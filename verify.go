@@ -19,9 +19,9 @@ import (
 //
 // Open checks only what it must to open safely, and reads blocks as they are
 // used, skipping and counting a damaged one. But bbolt checksums only its meta
-// pages: a flipped byte in a branch page can make blocks unreachable without
-// any error, and their keys simply start fresh windows. Verify finds such
-// damage. It costs a full read of the file in one read transaction (hits and
+// pages: until the page audit after Open has run, a flipped byte in a branch
+// page can send look-ups to the wrong page, where their keys read as fresh
+// windows. Verify finds such damage at once. It costs a full read of the file in one read transaction (hits and
 // snapshots go on meanwhile): run it at startup or from a maintenance job, not
 // per request. It changes nothing. In memory-only mode it returns nil.
 func (db *DB) Verify() error {

@@ -46,9 +46,10 @@
 //
 // # Errors
 //
-// When the limiter, the KeyFunc or the cost function fails, the request is
-// answered with 503 (Options.OnUnavailable) or, with Options.FailOpen, let
-// through uncounted and without headers. Either way the error is counted
+// When the limiter or the KeyFunc fails, the request is answered with 503
+// (Options.OnUnavailable) or, with Options.FailOpen, let through uncounted
+// and without headers; a cost below 1 (ErrInvalidCost) is always answered
+// with 503. Either way the error is counted
 // (Middleware.Errors) and passed to Options.OnError; its text is never sent
 // to the client. A request without a key (ErrNoKey, such as a missing
 // API-key header with no fallback) is the client's fault: it gets 400

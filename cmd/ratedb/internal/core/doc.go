@@ -30,6 +30,8 @@
 // hits them all while still holding the locks. Single checks take their
 // key's stripe in shared mode, so they run in parallel with each other but
 // never between a set's peek and its hits. The locks are in-process: with a
-// shared Redis store and several service instances, a set is all-or-nothing
-// per instance only.
+// shared Redis store and several service instances, another instance can
+// count a key between the peek and the hit. The hit is then denied, so the
+// set is denied and the hits it already counted are undone: a denied set
+// counts nothing across instances too.
 package core
