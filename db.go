@@ -300,6 +300,10 @@ func (db *DB) removeLocked(sh *shard, h uint64, e *entry) (wasHot bool) {
 		// in the fast table, sending every hit on it down the slow path.
 		e.hot.Store(false)
 		db.hotWindows.Add(-1)
+		if sh.uncaching == nil {
+			sh.uncaching = make(map[uint64]int32)
+		}
+		sh.uncaching[h]++ // until uncache has queued the Del
 		return true
 	}
 	return false
@@ -316,6 +320,15 @@ func (db *DB) removeLocked(sh *shard, h uint64, e *entry) (wasHot bool) {
 // leave it marked hot but outside the cache, never spilled: memory beyond
 // MaxHotKeys (bug 7 of issue 9). So every entry of h still marked hot is
 // offered to the cache again, or spilled if the cache refuses it.
+//
+// Until then, acquire offers no entry of h (sh.uncaching): an entry it
+// offered before the Del was queued would be offered twice, its first Set
+// still in the cache's buffer ahead of the Del. The cache rejects that Set
+// (its policy still holds h), and spill marks the entry cold; then it
+// admits the second, and its store holds a cold entry, which then leaves
+// memory without a Del (a snapshot writes it): every later offer of the key
+// is rejected (ShouldUpdate refuses to replace that entry, and the policy
+// holds h), and with a file every use of the key reads it.
 func (db *DB) uncache(hs []uint64) {
 	if testBeforeUncache != nil {
 		testBeforeUncache()
@@ -324,6 +337,9 @@ func (db *DB) uncache(hs []uint64) {
 		db.cache.Del(h)
 		sh := db.shard(h)
 		sh.mu.Lock()
+		if sh.uncaching[h]--; sh.uncaching[h] <= 0 {
+			delete(sh.uncaching, h)
+		}
 		for e := sh.m[h]; e != nil; {
 			next := e.next // spillLocked may unlink e
 			if e.hot.Load() && !db.cache.Set(h, e, 1) {

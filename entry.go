@@ -121,6 +121,12 @@ type shard struct {
 	mu sync.Mutex
 	m  map[uint64]*entry
 
+	// uncaching counts, per hash, the entries removeLocked took out of
+	// memory while the cache might hold them, until uncache has queued
+	// their Del (mu). acquire offers no entry of such a hash meanwhile: see
+	// uncache.
+	uncaching map[uint64]int32
+
 	dmu   sync.Mutex
 	dirty []*entry // entries whose dirty flag went from false to true (dmu)
 

@@ -199,7 +199,10 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		db.cache.Get(h)
 		// (Hot windows, not all windows in memory: cold ones waiting for a
 		// snapshot would keep a cache with room from taking new ones.)
-		offer := !fresh || db.hotWindows.Load() < db.opts.MaxHotKeys
+		//
+		// No entry of h is offered while uncache has yet to delete h from
+		// the cache (see uncache): it stays cold until the next use.
+		offer := (!fresh || db.hotWindows.Load() < db.opts.MaxHotKeys) && sh.uncaching[h] == 0
 		if offer && db.cache.Set(h, e, 1) {
 			e.hot.Store(true)
 			db.hotWindows.Add(1)
