@@ -374,6 +374,24 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 			return d, nil
 		}
 	}
+	// A peek reports the state after the set's earlier hits on its
+	// counters, as if it came after them (they are counted now).
+	for i, ch := range checks {
+		if ch.Refund || ch.Cost != 0 {
+			continue
+		}
+		var counted int64
+		for j := range i {
+			if d.Results[j].Counted && !checks[j].Refund && checks[j].Key == ch.Key && rs[j].counter == rs[i].counter {
+				counted += checks[j].Cost
+			}
+		}
+		if counted > 0 {
+			r := &d.Results[i].Result
+			r.Count += counted
+			r.Remaining = max(0, r.Remaining-counted)
+		}
+	}
 	for i, ch := range checks {
 		if !ch.Refund || ch.Cost == 0 {
 			continue

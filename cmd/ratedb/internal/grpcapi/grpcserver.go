@@ -73,6 +73,9 @@ func NewGRPCServer(s *Server, tlsConf *tls.Config) (*grpc.Server, *health.Server
 	h := health.NewServer()
 	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	h.SetServingStatus(rlsv3.RateLimitService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	// envoyproxy/ratelimit's name (its src/server/server_impl.go), which
+	// health checks configured for it ask for.
+	h.SetServingStatus("ratelimit", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(g, h)
 	return g, h
 }

@@ -211,7 +211,20 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 	if len(checks) == 0 {
 		return resp, nil
 	}
-	results, err := s.decide(ctx, checks)
+	// With QUOTA_MODE=true envoyproxy/ratelimit counts every descriptor but
+	// an unlimited one as a quota descriptor, those without a limit
+	// (unmatched, replaced) as quota descriptors that passed. With one of
+	// those the quotas can never all be over: each limited descriptor, a
+	// quota one, then stands on its own.
+	var quotas int
+	if s.opts.QuotaMode {
+		for i, r := range rules {
+			if resp.Statuses[i] != nil && (r == nil || !r.unlimited) {
+				quotas++
+			}
+		}
+	}
+	results, err := s.decide(ctx, checks, s.opts.Independent || quotas > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +233,7 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 	// enforced descriptor is over its limit, or when the request has
 	// quota_mode descriptors and every one of them is (each one over its
 	// limit answers OVER_LIMIT in its own status either way).
-	var over, quotas, quotasOver int
+	var over, quotasOver int
 	for j, i := range owner {
 		st := s.status(rules[i], results, j, now)
 		isOver := st.Code == rlsv3.RateLimitResponse_OVER_LIMIT
@@ -250,13 +263,14 @@ type decided struct {
 	failedOpen bool
 }
 
-// decide runs the checks through the core, together or one by one. When
+// decide runs the checks through the core, together or, when independent,
+// one by one. When
 // the core fails open for a set, every check of it failed open; deciding
 // one by one, only the checks whose own decision failed open did, and the
 // others keep their answers.
-func (s *Server) decide(ctx context.Context, checks []core.Check) ([]decided, error) {
+func (s *Server) decide(ctx context.Context, checks []core.Check, independent bool) ([]decided, error) {
 	out := make([]decided, len(checks))
-	if !s.opts.Independent || len(checks) == 1 {
+	if !independent || len(checks) == 1 {
 		d, err := s.core.Decide(ctx, checks...)
 		if err != nil {
 			return nil, err
