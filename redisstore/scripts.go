@@ -44,6 +44,28 @@ local function encode(t)
   for i = 1, #t do parts[i] = string.format('%d', t[i]) end
   return table.concat(parts, ',')
 end
+-- load returns the n tiers stored under key, {} when there is none. A
+-- value this store did not write (another program's) is an error, never
+-- read as no window: the call fails and the value stays as it is.
+local function load(key, n)
+  local s = redis.call('GET', key)
+  if not s then return {} end
+  local a, b = string.match(s, '^(%d+),(%-?%d+)$')
+  local t
+  if a then
+    t = {tonumber(a), tonumber(b)}
+  else
+    t = {}
+    for c, e in string.gmatch(s, '(%d+),(%-?%d+),?') do
+      t[#t + 1], t[#t + 2] = tonumber(c), tonumber(e)
+    end
+    if encode(t) ~= s then t = {} end
+  end
+  if #t ~= 2 * n then
+    error({err = 'RATEDB_BADVALUE a counter key holds a value ratedb did not write'})
+  end
+  return t
+end
 -- nextEnd is the end of the window a tier opens at now (see window.go,
 -- perkey.go and staggered.go of the root package): FixedWindow (off = 0)
 -- and StaggeredWindow windows are [off + k*scale, off + (k+1)*scale);
@@ -84,9 +106,7 @@ local now = clock(ARGV[1])
 local dk = KEYS[2]
 local alg, mode, inc = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local n = math.floor((#ARGV - 4) / 3)
-local st
-local cur = redis.call('GET', KEYS[1])
-if cur then st = decode(cur) else st = {} end
+local st = load(KEYS[1], n)
 local reply = {1, now}
 local slack, capped, over = 0, false, nil
 for i = 1, n do
@@ -155,8 +175,11 @@ local scale, off, limit = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]
 local c, e = 0, 0
 local cur = redis.call('GET', KEYS[1])
 if cur then
-  local p = string.find(cur, ',', 1, true)
-  c, e = tonumber(string.sub(cur, 1, p - 1)), tonumber(string.sub(cur, p + 1))
+  local a, b = string.match(cur, '^(%d+),(%-?%d+)$')
+  if not a then
+    return redis.error_reply('RATEDB_BADVALUE a counter key holds a value ratedb did not write')
+  end
+  c, e = tonumber(a), tonumber(b)
 end
 local slack = 0
 if ARGV[1] ~= '' then slack = scale end
@@ -233,9 +256,8 @@ local amount, n = tonumber(ARGV[2]), tonumber(ARGV[3])
 local undo = #ARGV > 3 + n
 local out = {now}
 for i = 1, n do out[2*i], out[2*i+1] = 0, 0 end
-local cur = redis.call('GET', KEYS[1])
-if not cur then return out end
-local st = decode(cur)
+local st = load(KEYS[1], n)
+if #st == 0 then return out end
 local maxEnd, changed, slack = 0, false, 0
 for i = 1, n do
   local c, e = st[2*i-1], st[2*i]

@@ -80,8 +80,12 @@ type Options struct {
 	// own ReadTimeout fires. Build the client with ContextTimeoutEnabled to
 	// spare that goroutine (a redis.Client; a ClusterClient always gets one,
 	// since it may look up its command table under a context of its own). A counting call that timed out may still run
-	// when a slow Redis catches up: it counted at most once. Default 50 ms.
-	// Negative is invalid.
+	// when a slow Redis catches up: it counted at most once. A ctx
+	// cancelled (not timed out) during a call on a client with
+	// ContextTimeoutEnabled is noticed when Redis answers or at Timeout,
+	// whichever comes first: go-redis turns a context's deadline into a
+	// socket deadline, but not its cancellation. Default 50 ms. Negative is
+	// invalid.
 	Timeout time.Duration
 
 	// Clock is the time source: ServerClock (default) or LocalClock(f).

@@ -1,0 +1,77 @@
+package redisstore_test
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/redisstore"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A counter key holding a value this store never writes (another program
+// wrote it) must make every call that reads it fail with a clear error, as
+// Get does (decodeRead: ErrUnavailable), and must not be overwritten: no
+// silent reset, no decision, no "nothing to refund".
+func TestForeignValueIsAnErrorNotAReset(t *testing.T) {
+	srv := startServer(t)
+	raw := srv.Client(t, nil)
+	future := strconv.FormatInt(time.Now().Add(30*time.Minute).UnixMilli(), 10)
+	for _, dedup := range []time.Duration{0, time.Second} {
+		for _, val := range []string{"garbage", "5", "x,1", "1.5," + future, "-3," + future} {
+			t.Run(fmt.Sprintf("dedup=%v/%q", dedup, val), func(t *testing.T) {
+				prefix := newPrefix()
+				s, err := redisstore.New(srv.Client(t, nil), &redisstore.Options{Prefix: prefix, DedupWindow: dedup, Timeout: time.Second})
+				require.NoError(t, err)
+				w, err := s.Window(ratedb.FixedWindow, time.Hour)
+				require.NoError(t, err)
+				l, err := s.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Hour, Limit: 10}, ratedb.Tier{Scale: 2 * time.Hour, Limit: 10})
+				require.NoError(t, err)
+				wr, err := w.Hit(ctx, "k", 10, 1)
+				require.NoError(t, err)
+				lr, err := l.Hit(ctx, "k", 1)
+				require.NoError(t, err)
+				wKey, lKey := prefix+"{k}:f3600000", prefix+"{k}:Lf3600000,7200000"
+				lVal := val
+				if val == "-3,"+future {
+					lVal = val + ",1," + future
+				}
+				put := func() {
+					require.NoError(t, raw.Set(ctx, wKey, val, time.Hour).Err())
+					require.NoError(t, raw.Set(ctx, lKey, lVal, time.Hour).Err())
+				}
+				check := func(call string, err error) {
+					t.Helper()
+					assert.ErrorIs(t, err, ratedb.ErrUnavailable, "%s on a foreign value must fail", call)
+					got, _ := raw.Get(ctx, wKey).Result()
+					assert.Equal(t, val, got, "%s: the Window's foreign value was overwritten", call)
+					got, _ = raw.Get(ctx, lKey).Result()
+					assert.Equal(t, lVal, got, "%s: the Layered's foreign value was overwritten", call)
+					put()
+				}
+				put()
+				_, err = w.Get(ctx, "k")
+				check("W.Get", err)
+				_, err = w.Hit(ctx, "k", 10, 1)
+				check("W.Hit", err)
+				_, err = w.Inc(ctx, "k", 1)
+				check("W.Inc", err)
+				_, _, err = w.Refund(ctx, "k", 1)
+				check("W.Refund", err)
+				check("W.Undo", w.Undo(ctx, "k", wr, 1))
+				_, err = l.Get(ctx, "k")
+				check("L.Get", err)
+				_, err = l.Hit(ctx, "k", 1)
+				check("L.Hit", err)
+				_, err = l.Inc(ctx, "k", 1)
+				check("L.Inc", err)
+				_, err = l.Refund(ctx, "k", 1)
+				check("L.Refund", err)
+				check("L.Undo", l.Undo(ctx, "k", lr, 1))
+			})
+		}
+	}
+}
