@@ -231,8 +231,17 @@ func (c *Core) resolve(l *Limit) (*resolved, error) {
 	if l.Layered {
 		id.WriteString("L")
 	}
-	for _, t := range l.Tiers {
-		id.WriteString("/" + strconv.FormatInt(t.Scale.Milliseconds(), 10))
+	// The stores keep a layered limit's tiers by scale: tiers given in
+	// another order share its counters.
+	scales := make([]int64, len(l.Tiers))
+	for i, t := range l.Tiers {
+		scales[i] = t.Scale.Milliseconds()
+	}
+	if l.Layered {
+		slices.Sort(scales)
+	}
+	for _, ms := range scales {
+		id.WriteString("/" + strconv.FormatInt(ms, 10))
 	}
 	r.counter = id.String()
 	var err error
@@ -302,8 +311,10 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 	for i, ch := range checks {
 		// Earlier checks of the set on the same counters count first.
 		var pending int64
+		// A check that does not fit (a shadow or quota check over its
+		// limit) counts nothing.
 		for j := range i {
-			if checks[j].Key == ch.Key && rs[j].counter == rs[i].counter && !checks[j].Refund {
+			if checks[j].Key == ch.Key && rs[j].counter == rs[i].counter && !checks[j].Refund && d.Results[j].Allowed {
 				pending += checks[j].Cost
 			}
 		}
@@ -376,20 +387,20 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 	}
 	// A peek reports the state after the set's earlier hits on its
 	// counters, as if it came after them (they are counted now).
+	// The last of those hits reports the key after all of them (in the
+	// window it counted in, which may have begun after the peek).
 	for i, ch := range checks {
 		if ch.Refund || ch.Cost != 0 {
 			continue
 		}
-		var counted int64
+		last := -1
 		for j := range i {
 			if d.Results[j].Counted && !checks[j].Refund && checks[j].Key == ch.Key && rs[j].counter == rs[i].counter {
-				counted += checks[j].Cost
+				last = j
 			}
 		}
-		if counted > 0 {
-			r := &d.Results[i].Result
-			r.Count += counted
-			r.Remaining = max(0, r.Remaining-counted)
+		if last >= 0 {
+			d.Results[i].Result = stateAfter(d.Results[i].Result, d.Results[last].Result, c.opts.Clock())
 		}
 	}
 	for i, ch := range checks {

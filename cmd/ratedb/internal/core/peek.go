@@ -107,3 +107,31 @@ func bindingTier(trs []ratedb.TierResult, allowed bool) int {
 	}
 	return bind
 }
+
+// stateAfter is peek, the result of a check of cost 0, moved to the state hit
+// reports: the result of a counted hit of the same key and counters earlier
+// in the set. The verdict stays the peek's.
+func stateAfter(peek, hit ratedb.Result, now time.Time) ratedb.Result {
+	if peek.Tiers == nil {
+		peek.Count, peek.ResetAt = hit.Count, hit.ResetAt
+		peek.Remaining = max(0, peek.Limit-hit.Count)
+	} else {
+		trs := make([]ratedb.TierResult, len(peek.Tiers))
+		for p, tr := range peek.Tiers {
+			for _, h := range hit.Tiers {
+				if h.Scale == tr.Scale {
+					tr.Count, tr.ResetAt, tr.Remaining = h.Count, h.ResetAt, max(0, tr.Limit-h.Count)
+				}
+			}
+			trs[p] = tr
+		}
+		bind := bindingTier(trs, peek.Allowed)
+		b := trs[bind]
+		peek.Count, peek.Limit, peek.Remaining, peek.ResetAt, peek.Scale = b.Count, b.Limit, b.Remaining, b.ResetAt, b.Scale
+		peek.Tier, peek.Tiers = bind, trs
+	}
+	if !peek.Allowed {
+		peek.RetryAfter = max(0, peek.ResetAt.Sub(now))
+	}
+	return peek
+}

@@ -1,0 +1,137 @@
+package core_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A shadow check over its limit counts nothing, so its cost must not be
+// pending for a later enforced check of the set on the same counter.
+func TestShadowOverLimitIsNotPendingCost(t *testing.T) {
+	c, db, _ := newCore(t, core.Options{})
+	ctx := context.Background()
+	s := window("s", 2, time.Minute) // same algorithm and scale: same counter
+	s.Shadow = true
+	e := window("e", 10, time.Minute)
+	d, err := c.Decide(ctx, core.Check{Limit: s, Key: "k", Cost: 5}, core.Check{Limit: e, Key: "k", Cost: 6})
+	require.NoError(t, err)
+	assert.False(t, d.Results[0].Allowed, "the shadow check is over its limit")
+	assert.False(t, d.Results[0].Counted)
+	assert.True(t, d.Results[1].Allowed, "6 fits 10 on an empty key: the shadow check counts nothing")
+	assert.True(t, d.Allowed)
+	assert.Equal(t, map[string]int64{"k": 6}, minuteCounts(t, db, "k"))
+}
+
+// A quota check over its limit counts nothing, so a later quota check on the
+// same counter that fits on its own must not be denied by its cost, nor the
+// set with it.
+func TestQuotaOverLimitIsNotPendingCost(t *testing.T) {
+	c, db, _ := newCore(t, core.Options{})
+	ctx := context.Background()
+	q := quotaLimit("q", 5)
+	d, err := c.Decide(ctx, core.Check{Limit: q, Key: "k", Cost: 4})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	d, err = c.Decide(ctx, core.Check{Limit: q, Key: "k", Cost: 3}, core.Check{Limit: q, Key: "k", Cost: 1})
+	require.NoError(t, err)
+	assert.False(t, d.Results[0].Allowed, "4+3 > 5")
+	assert.True(t, d.Results[1].Allowed, "4+1 fits 5")
+	assert.True(t, d.Allowed, "one quota check fits")
+	assert.Equal(t, map[string]int64{"k": 5}, minuteCounts(t, db, "k"))
+}
+
+// A layered peek after a hit of the same key in the set: its tiers agree
+// with its Count.
+func TestLayeredPeekTiersAfterHit(t *testing.T) {
+	c, _, _ := newCore(t, core.Options{})
+	l := &core.Limit{Name: "l", Algorithm: ratedb.FixedWindow, Layered: true,
+		Tiers: []ratedb.Tier{{Scale: time.Minute, Limit: 10}, {Scale: time.Hour, Limit: 100}}}
+	d, err := c.Decide(context.Background(), core.Check{Limit: l, Key: "k", Cost: 3}, core.Check{Limit: l, Key: "k", Cost: 0})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	hit, peek := d.Results[0], d.Results[1]
+	assert.EqualValues(t, 3, peek.Count)
+	assert.EqualValues(t, 7, peek.Remaining)
+	require.Len(t, peek.Tiers, 2)
+	for i := range hit.Tiers {
+		assert.Equal(t, hit.Tiers[i].Count, peek.Tiers[i].Count, "tier %d count", i)
+		assert.Equal(t, hit.Tiers[i].Remaining, peek.Tiers[i].Remaining, "tier %d remaining", i)
+	}
+}
+
+// lateStore's windows move the clock by a minute right before the first
+// Hit: the window ends between the set's peeks and its hits.
+type lateStore struct {
+	core.DBStore
+	now   *atomic.Int64
+	moved atomic.Bool
+}
+
+type lateWindow struct {
+	*ratedb.Window
+	s *lateStore
+}
+
+func (s *lateStore) Window(alg ratedb.Algorithm, scale time.Duration) (core.WindowLimiter, error) {
+	w, err := s.DB.Window(alg, scale)
+	if err != nil {
+		return nil, err
+	}
+	return &lateWindow{Window: w, s: s}, nil
+}
+
+func (w *lateWindow) Hit(ctx context.Context, key string, limit, increment int64) (ratedb.Result, error) {
+	if w.s.moved.CompareAndSwap(false, true) {
+		w.s.now.Add(time.Minute.Milliseconds())
+	}
+	return w.Window.Hit(ctx, key, limit, increment)
+}
+
+// A peek after a hit of the same key reports the key's state after the
+// hit, even when the hit opened a new window.
+func TestPeekAfterHitAcrossWindowEnd(t *testing.T) {
+	_, db, now := newCore(t, core.Options{})
+	clock := func() time.Time { return time.UnixMilli(now.Load()) }
+	ctx := context.Background()
+	l := window("r", 10, time.Minute)
+	plain := core.New(core.DBStore{DB: db}, core.Options{Clock: clock})
+	d, err := plain.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 8})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+
+	c := core.New(&lateStore{DBStore: core.DBStore{DB: db}, now: now}, core.Options{Clock: clock})
+	d, err = c.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 1}, core.Check{Limit: l, Key: "k", Cost: 0})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	hit, peek := d.Results[0], d.Results[1]
+	assert.EqualValues(t, 1, hit.Count, "the hit opened the next window")
+	assert.Equal(t, hit.Count, peek.Count, "the peek reports the key after the hit")
+	assert.Equal(t, hit.Remaining, peek.Remaining)
+	assert.True(t, hit.ResetAt.Equal(peek.ResetAt), "reset %v, peek says %v", hit.ResetAt, peek.ResetAt)
+}
+
+// Layered limits with the same tiers given in another order share their
+// counters in the store (ratedb and redisstore store tiers by scale): a peek
+// after a hit of the same key reports the key after it, whatever the order.
+func TestLayeredTierOrderSharesCounters(t *testing.T) {
+	c, _, _ := newCore(t, core.Options{})
+	ab := &core.Limit{Name: "ab", Algorithm: ratedb.FixedWindow, Layered: true,
+		Tiers: []ratedb.Tier{{Scale: time.Minute, Limit: 3}, {Scale: time.Hour, Limit: 100}}}
+	ba := &core.Limit{Name: "ba", Algorithm: ratedb.FixedWindow, Layered: true,
+		Tiers: []ratedb.Tier{{Scale: time.Hour, Limit: 100}, {Scale: time.Minute, Limit: 3}}}
+	d, err := c.Decide(context.Background(), core.Check{Limit: ab, Key: "k", Cost: 2}, core.Check{Limit: ba, Key: "k", Cost: 0})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.True(t, d.Results[0].Counted)
+	peek := d.Results[1]
+	assert.EqualValues(t, 2, peek.Count, "the key holds the set's hit of 2")
+	assert.EqualValues(t, 1, peek.Remaining)
+	assert.Equal(t, time.Minute, peek.Scale)
+}
