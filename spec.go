@@ -221,7 +221,8 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 // clock model of the package documentation): on a correct clock no window
 // ends later, so a later end comes from a clock that read ahead when the
 // window opened, or reads behind now.
-// The cap is stored, so the window then ends at a fixed instant. e.mu held.
+// The cap is stored, so the window then ends at a fixed instant (mutate
+// takes it back if its call fails). e.mu held.
 func (s *spec) capEnds(e *entry, h uint64, now int64) (changed bool) {
 	for i := range s.scales {
 		if c, lim := e.tier(i), now+s.scales[i]; c.End > lim {

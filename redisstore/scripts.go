@@ -17,8 +17,8 @@ package redisstore
 // clock is ahead, or before the clock stepped back or Redis failed over to a
 // server whose clock is behind) is capped to now plus the scale. Every call
 // the embedded DB would write stores the capped end, as the embedded DB caps
-// it (see the root package's doc): every script except readScript and an undo
-// that matches no tier. A window never lasts more than one scale from the
+// it (see the root package's doc): every script except readScript, an undo
+// that matches no tier, and a call that fails (an overflowing Inc). A window never lasts more than one scale from the
 // time it is read, and once a writing call capped it, it ends there.
 
 // prelude holds the helpers every script shares.
