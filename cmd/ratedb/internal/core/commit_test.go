@@ -12,13 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// faultStore's windows wrap the DB's: after is called right after the
-// real Hit of key hook (cancelling the caller's context, say), and key
+// faultStore's windows wrap the DB's: before and after are called right
+// before and after the real Hit of key hook (moving the clock, cancelling
+// the caller's context, say), and key
 // failing fails every Hit and Refund of that key without touching the DB,
 // as a network store whose call timed out before it reached the server.
 type faultStore struct {
 	core.DBStore
 	hook    string
+	before  func()
 	after   func()
 	failing string
 }
@@ -41,6 +43,9 @@ var errStoreDown = fmt.Errorf("test: the store timed out (%w)", ratedb.ErrUnavai
 func (w *faultWindow) Hit(ctx context.Context, key string, limit, increment int64) (ratedb.Result, error) {
 	if key == w.s.failing {
 		return ratedb.Result{}, errStoreDown
+	}
+	if key == w.s.hook && w.s.before != nil {
+		w.s.before()
 	}
 	r, err := w.Window.Hit(ctx, key, limit, increment)
 	if key == w.s.hook && w.s.after != nil {

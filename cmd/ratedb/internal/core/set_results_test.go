@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,34 +65,6 @@ func TestLayeredPeekTiersAfterHit(t *testing.T) {
 	}
 }
 
-// lateStore's windows move the clock by a minute right before the first
-// Hit: the window ends between the set's peeks and its hits.
-type lateStore struct {
-	core.DBStore
-	now   *atomic.Int64
-	moved atomic.Bool
-}
-
-type lateWindow struct {
-	*ratedb.Window
-	s *lateStore
-}
-
-func (s *lateStore) Window(alg ratedb.Algorithm, scale time.Duration) (core.WindowLimiter, error) {
-	w, err := s.DB.Window(alg, scale)
-	if err != nil {
-		return nil, err
-	}
-	return &lateWindow{Window: w, s: s}, nil
-}
-
-func (w *lateWindow) Hit(ctx context.Context, key string, limit, increment int64) (ratedb.Result, error) {
-	if w.s.moved.CompareAndSwap(false, true) {
-		w.s.now.Add(time.Minute.Milliseconds())
-	}
-	return w.Window.Hit(ctx, key, limit, increment)
-}
-
 // A peek after a hit of the same key reports the key's state after the
 // hit, even when the hit opened a new window.
 func TestPeekAfterHitAcrossWindowEnd(t *testing.T) {
@@ -106,7 +77,10 @@ func TestPeekAfterHitAcrossWindowEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 
-	c := core.New(&lateStore{DBStore: core.DBStore{DB: db}, now: now}, core.Options{Clock: clock})
+	// The window ends between the set's peeks and its hit.
+	fs := &faultStore{DBStore: core.DBStore{DB: db}, hook: "k"}
+	fs.before = func() { fs.before = nil; now.Add(time.Minute.Milliseconds()) }
+	c := core.New(fs, core.Options{Clock: clock})
 	d, err = c.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 1}, core.Check{Limit: l, Key: "k", Cost: 0})
 	require.NoError(t, err)
 	require.True(t, d.Allowed)

@@ -54,13 +54,13 @@ func DecodeCheck(body []byte) (client, route string, cost int64, err error) {
 		if hasCost {
 			req.Cost = &n
 		}
-		return validateCheck(req)
+		return validateCheck(req, nil)
 	}
 	req, bad, err := decodeCheckFields(body)
 	if err != nil {
 		return "", "", 0, err
 	}
-	return validateCheckTyped(req, bad)
+	return validateCheck(req, bad)
 }
 
 // decodeCheckJSON decodes a check body with encoding/json, after
@@ -68,7 +68,7 @@ func DecodeCheck(body []byte) (client, route string, cost int64, err error) {
 func decodeCheckJSON(body []byte) (CheckRequest, error) {
 	req, bad, err := decodeCheckFields(body)
 	if err == nil && len(bad) > 0 {
-		_, _, _, err = validateCheckTyped(req, bad)
+		_, _, _, err = validateCheck(req, bad)
 	}
 	return req, err
 }
@@ -103,14 +103,9 @@ func decodeCheckFields(body []byte) (req CheckRequest, bad map[string]string, er
 	return req, bad, nil
 }
 
-// validateCheck checks a decoded check body's fields.
-func validateCheck(req CheckRequest) (client, route string, cost int64, err error) {
-	return validateCheckTyped(req, nil)
-}
-
-// validateCheckTyped checks a decoded check body's fields; bad holds the
+// validateCheck checks a decoded check body's fields; bad holds the
 // problems of members whose value had the wrong type.
-func validateCheckTyped(req CheckRequest, bad map[string]string) (client, route string, cost int64, err error) {
+func validateCheck(req CheckRequest, bad map[string]string) (client, route string, cost int64, err error) {
 	var problems []string
 	if p, ok := bad["client_id"]; ok {
 		problems = append(problems, p)
