@@ -54,8 +54,10 @@ type Options struct {
 	OnUnavailable http.Handler
 
 	// OnError, if set, is called with every error counted by
-	// Middleware.Errors, before the response is written or the request
-	// passed on, for logging and metrics; match the error with errors.Is.
+	// Middleware.Errors, for logging and metrics: before the response is
+	// written or the request passed on, except for a failed Undo, which is
+	// reported after the handler has returned. Match the error with
+	// errors.Is.
 	// It must not write to the response. Errors from ratedb and from this
 	// package never contain the key; errors from a custom Rater or KeyFunc
 	// are passed on as they are.
@@ -213,9 +215,11 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 	})
 }
 
-// Errors returns how many requests could not be decided since New: errors
-// from the Rater, from the KeyFunc (other than ErrNoKey) and invalid costs.
-// Requests abandoned by their client while the Rater ran are not counted.
+// Errors returns how many errors the middleware met since New: requests
+// that could not be decided (errors from the Rater, from the KeyFunc other
+// than ErrNoKey, and invalid costs) and, with Options.Undo, undos that
+// failed. Requests abandoned by their client while the Rater ran are not
+// counted.
 func (m *Middleware) Errors() uint64 { return m.errors.Load() }
 
 func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
