@@ -40,11 +40,12 @@ type Proxies struct {
 	// X-Forwarded-For and Forwarded are read as lists of hops, walked from
 	// the right (the hop closest to the server) past every trusted proxy; the
 	// client is the first untrusted address. When every hop is trusted it is
-	// the leftmost one; at a hop that is not an IP address ("unknown",
-	// obfuscated identifiers, garbage) the walk stops and the client is the
-	// last trusted address reached, as it does after 32 hops (the rest of
-	// the header, which a client behind a trusted proxy chooses, is never
-	// split). Any other header (X-Real-IP,
+	// the leftmost one (a hop's port, a number or an RFC 7239 obfuscated
+	// "_..." port, is ignored); at a hop that is not an IP address
+	// ("unknown", obfuscated node identifiers, garbage) the walk stops and
+	// the client is the last trusted address reached, as it does after 32
+	// hops (the rest of the header, which a client behind a trusted proxy
+	// chooses, is never split). Any other header (X-Real-IP,
 	// CF-Connecting-IP, True-Client-IP) is read as one address, from the
 	// last line of the header; if it is not an IP address the client is the
 	// direct peer.
@@ -168,7 +169,8 @@ func foldIP(a netip.Addr) string {
 }
 
 // parseHop parses one hop of a forwarding header: an IP address, with or
-// without a port, IPv6 with or without brackets.
+// without a port (a number, or RFC 7239's obfuscated "_..." port), IPv6
+// with or without brackets.
 func parseHop(s string) (netip.Addr, bool) {
 	s = strings.TrimSpace(s)
 	if a, err := netip.ParseAddr(s); err == nil {
@@ -177,12 +179,37 @@ func parseHop(s string) (netip.Addr, bool) {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
 		return clean(ap.Addr()), true
 	}
+	if i := strings.LastIndexByte(s, ':'); i > 0 && isObfPort(s[i+1:]) {
+		// "192.0.2.43:_hidden", "[2001:db8::17]:_x": the node is an
+		// address; its port, which the key ignores, is obfuscated.
+		if host := s[:i]; host[0] == '[' {
+			s = host // parsed with its brackets below
+		} else if a, err := netip.ParseAddr(host); err == nil && a.Is4() {
+			return clean(a), true
+		}
+	}
 	if len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']' {
 		if a, err := netip.ParseAddr(s[1 : len(s)-1]); err == nil {
 			return clean(a), true
 		}
 	}
 	return netip.Addr{}, false
+}
+
+// isObfPort reports whether s is an RFC 7239 obfuscated port: "_" and one
+// or more letters, digits, ".", "_" or "-".
+func isObfPort(s string) bool {
+	if len(s) < 2 || s[0] != '_' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // maxHops is the most hops of a forwarding header the walk reads, from the

@@ -144,6 +144,14 @@ func TestTrustedProxies(t *testing.T) {
 			[]string{"Forwarded", `for=unknown`}, "10.0.0.1"},
 		{"Forwarded element without for", []string{"Forwarded"}, "10.0.0.1:1",
 			[]string{"Forwarded", `for=192.0.2.60, proto=https`}, "10.0.0.1"},
+		// RFC 7239 section 6: a node's port may be obfuscated ("_" then
+		// letters, digits, ".", "_", "-"); the node is still an address.
+		{"Forwarded IPv4 with an obfuscated port", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for="198.51.100.7:_hidden"`}, "198.51.100.7"},
+		{"Forwarded IPv6 with an obfuscated port", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for="[2001:db8:cafe::17]:_p.1-x"`}, "2001:db8:cafe::17"},
+		{"Forwarded walks past a trusted hop with an obfuscated port", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=192.0.2.60, for="10.0.0.2:_a"`}, "192.0.2.60"},
 		{"Forwarded over several lines", []string{"Forwarded"}, "10.0.0.1:1",
 			[]string{"Forwarded", `for=1.1.1.1`, "Forwarded", `for=192.0.2.60`}, "192.0.2.60"},
 		// A client's open quote must not swallow the element a proxy
