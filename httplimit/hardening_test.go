@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratedb/ratedb"
 	"github.com/ratedb/ratedb/httplimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -123,4 +124,21 @@ func TestForwardedEmptyElementsAreNoHops(t *testing.T) {
 	a, err := p.ClientIP(r)
 	require.NoError(t, err)
 	assert.Equal(t, netip.MustParseAddr("203.0.113.7"), a)
+}
+
+// fieldRater is a Rater whose Hit reads its fields, as redisstore's
+// *Layered does.
+type fieldRater struct{ limit int64 }
+
+func (f *fieldRater) Hit(context.Context, string, int64) (ratedb.Result, error) {
+	return ratedb.Result{Allowed: f.limit > 0}, nil
+}
+
+// New documents an error for "a nil r"; a typed nil Rater other than
+// *ratedb.Layered (a nil *redisstore.Layered, say) passed New and panicked
+// on the first request.
+func TestTypedNilRater(t *testing.T) {
+	var r *fieldRater
+	_, err := httplimit.New(r, nil)
+	assert.Error(t, err)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -192,6 +193,9 @@ func validate(r Rater) error {
 		}
 	case *window:
 		return v.validate()
+	}
+	if v := reflect.ValueOf(r); v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("httplimit: nil %T", r) // a nil *redisstore.Layered, say
 	}
 	return nil
 }
