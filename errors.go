@@ -16,9 +16,11 @@ var (
 	// ErrInvalidArgument is returned, wrapped with what was wrong, for an
 	// empty or oversized key, a scale under one millisecond or not a whole
 	// number of milliseconds, an unknown algorithm, a negative limit or count,
-	// a non-positive increment, an Inc whose increment would overflow the
-	// count (past 1<<63-1), a nil context, or an invalid Options field. A call
-	// that returns it changes nothing.
+	// a non-positive increment or refund amount, an Inc whose increment would
+	// overflow the count (past 1<<63-1), an Undo of a Result its limiter did
+	// not give, a Layered limiter with no tier or more than 16, a nil
+	// context, or an invalid Options field. A call that returns it changes
+	// nothing.
 	//
 	// A call given a context that is already cancelled or past its deadline
 	// returns the context's error (context.Canceled or
