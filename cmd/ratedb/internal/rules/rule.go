@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -100,17 +101,24 @@ func (r *Rule) Spec() Spec {
 }
 
 // sameCounters reports whether r and o count in the same windows (same
-// algorithm and windows): a change between them keeps the counts.
+// algorithm and windows): a change between them keeps the counts. A layered
+// rule's tiers are compared as a set of windows, whatever their order: the
+// stores keep the same tiers in any order as one counter.
 func (r *Rule) sameCounters(o *Rule) bool {
 	if r.Algorithm != o.Algorithm || r.Layered != o.Layered || len(r.Tiers) != len(o.Tiers) {
 		return false
 	}
-	for i := range r.Tiers {
-		if r.Tiers[i].Scale != o.Tiers[i].Scale {
-			return false
-		}
+	return slices.Equal(sortedScales(r.Tiers), sortedScales(o.Tiers))
+}
+
+// sortedScales returns the tiers' windows in ascending order.
+func sortedScales(tiers []ratedb.Tier) []time.Duration {
+	s := make([]time.Duration, len(tiers))
+	for i, t := range tiers {
+		s[i] = t.Scale
 	}
-	return true
+	slices.Sort(s)
+	return s
 }
 
 var algorithms = map[string]ratedb.Algorithm{
