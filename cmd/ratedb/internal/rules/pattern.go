@@ -1,6 +1,9 @@
 package rules
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // matchPattern reports whether s matches pattern, where '*' matches any run
 // of characters (including none) and every other byte matches itself. It
@@ -32,8 +35,11 @@ func matchPattern(pattern, s string) bool {
 	return p == len(pattern)
 }
 
-// literals is the number of bytes of pattern that are not '*'.
-func literals(pattern string) int { return len(pattern) - strings.Count(pattern, "*") }
+// literals is the number of characters of pattern that are not '*' (a
+// pattern is valid UTF-8: Build refuses one that is not).
+func literals(pattern string) int {
+	return utf8.RuneCountInString(pattern) - strings.Count(pattern, "*")
+}
 
 // isExact reports whether pattern has no '*'.
 func isExact(pattern string) bool { return !strings.Contains(pattern, "*") }

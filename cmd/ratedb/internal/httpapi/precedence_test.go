@@ -1,0 +1,35 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Wildcard precedence counts literal characters, as the README says ("the
+// most literal (non-*) characters in client_id", "7 literal characters"),
+// not bytes: "*abc*" (3 literal characters) beats "*éé*" (2 characters, 4
+// bytes). Counting bytes, a non-ASCII pattern won against a more specific
+// ASCII one, and the check was counted under the other rule's limit.
+func TestWildcardPrecedenceCountsCharactersNotBytes(t *testing.T) {
+	s := newTestServer(t)
+	for name, body := range map[string]string{
+		"accents": `{"client_id":"*éé*","route":"*","limit":7,"window":"1h"}`,
+		"ascii":   `{"client_id":"*abc*","route":"*","limit":3,"window":"1h"}`,
+	} {
+		code, answer := s.do(t, http.MethodPut, "/v1/rules/"+name, "a", body)
+		require.Equal(t, http.StatusCreated, code, answer)
+	}
+	q := url.Values{"client_id": {"ééabc"}, "route": {"/r"}}
+	code, answer := s.do(t, http.MethodGet, "/v1/rules/match?"+q.Encode(), "a", "")
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, `"name":"ascii"`)
+	assert.Contains(t, answer, "3 literal characters in client_id")
+
+	code, answer = s.do(t, http.MethodPost, "/v1/check", "c", `{"client_id":"ééabc","route":"/r"}`)
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, `"limit":3,`)
+}
