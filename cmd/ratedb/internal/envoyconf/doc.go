@@ -49,8 +49,8 @@
 // parser, gopkg.in/yaml.v2, so a repeated key keeps its last value and an
 // unquoted date is its text. They load in lexical walk order, each named by
 // its slash-separated path below the directory (envoyproxy/ratelimit joins
-// the path with "." and loads in map order, which changes only the file a
-// duplicate domain is reported against).
+// the path with "." and loads in map order, which changes the file a
+// duplicate domain is reported against, and more, see the caveats).
 //
 // LoadOptions give upstream's two settings that change this:
 // IgnoreDotFiles (RUNTIME_IGNOREDOTFILES=true) skips hidden files and
@@ -75,6 +75,10 @@
 //     $RUNTIME_ROOT/$RUNTIME_SUBDIRECTORY and also loads the files beside
 //     config/ whose path there starts with "config." (config.yaml,
 //     config.d/...); Load reads only below the path it is given.
+//   - Two files whose paths below the directory differ only by "/" for "."
+//     ("a/b.yaml" and "a.b.yaml") both load. goruntime names each file by
+//     its path with "/" replaced by ".", so the one it walks last
+//     ("a.b.yaml") replaces the other, whose domain then has no limit.
 //   - The path given to Load may itself be a symlink to a directory
 //     (goruntime does not descend into one).
 //   - A file is at most 16 MiB.

@@ -118,6 +118,12 @@ func TestLoadWalksLikeUpstream(t *testing.T) {
 			files: map[string]string{"../elsewhere/a.yaml": limit("a")},
 			links: []link{{"more", "../elsewhere"}},
 			err:   "no config files", is: envoyconf.ErrNoFiles},
+		// goruntime names both "config.a.b.yaml" and envoyproxy/ratelimit
+		// keeps only a.b.yaml (walked after a/), so domain b is unlimited
+		// there; ratedb loads both (a documented difference).
+		{name: "paths that differ only by / for . both load",
+			files: map[string]string{"a/b.yaml": limit("b"), "a.b.yaml": limit("a")},
+			want:  []string{"a/b.yaml", "a.b.yaml"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
