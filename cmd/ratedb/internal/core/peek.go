@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/ratedb/ratedb"
@@ -15,7 +16,12 @@ import (
 // otherwise.
 func (c *Core) peek(ctx context.Context, ch Check, r *resolved, pending int64) (ratedb.Result, error) {
 	now := c.opts.Clock()
-	need := max(ch.Cost, 1) + pending
+	need := max(ch.Cost, 1)
+	if pending > math.MaxInt64-need {
+		need = math.MaxInt64 // saturate: a wrapped sum would read as fitting
+	} else {
+		need += pending
+	}
 	if r.window != nil {
 		count, err := r.window.Get(ctx, ch.Key)
 		if err != nil {

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -108,4 +109,22 @@ func TestLayeredTierOrderSharesCounters(t *testing.T) {
 	assert.EqualValues(t, 2, peek.Count, "the key holds the set's hit of 2")
 	assert.EqualValues(t, 1, peek.Remaining)
 	assert.Equal(t, time.Minute, peek.Scale)
+}
+
+// A check whose cost and the set's pending cost on its counter add past
+// the largest int64 does not fit: the sum saturates instead of wrapping to
+// a small number that a peek would report as fitting.
+func TestHugeCostOnTopOfPendingDoesNotFit(t *testing.T) {
+	c, db, _ := newCore(t, core.Options{})
+	ctx := context.Background()
+	e := window("e", 100, time.Minute)
+	s := window("s", 10, time.Minute) // same algorithm and scale: same counter
+	s.Shadow = true
+	d, err := c.Decide(ctx, core.Check{Limit: e, Key: "k", Cost: 50}, core.Check{Limit: s, Key: "k", Cost: math.MaxInt64})
+	require.NoError(t, err)
+	assert.True(t, d.Results[0].Allowed)
+	assert.False(t, d.Results[1].Allowed, "50 + MaxInt64 does not fit 10")
+	assert.False(t, d.Results[1].Counted)
+	assert.True(t, d.Allowed, "a shadow check does not deny the set")
+	assert.Equal(t, map[string]int64{"k": 50}, minuteCounts(t, db, "k"))
 }
