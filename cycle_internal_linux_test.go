@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -358,5 +359,52 @@ func openWantCorrupt(t *testing.T, path string, opts *Options) {
 	}
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Open = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestMoveAsideAfterDamagedBlocksTree: a file whose blocks tree is damaged
+// and whose meta bucket is bad too. Open's first attempt finds the damaged
+// tree (look-ups would fail until a rebuild) and then the bad metadata, so
+// CorruptMoveAside moves the file aside and starts empty. The empty file
+// has no damaged tree: look-ups in it must work, not fail with ErrCorrupt
+// for ever (nothing rebuilds a sound file).
+func TestMoveAsideAfterDamagedBlocksTree(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 2000)
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(layout.BucketMeta).Put(layout.KeyCount, []byte{0x80, 0, 0, 0, 0, 0, 0, 1}) // negative
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	id, count, ps := branchOf(t, path, string(layout.BucketBlocks))
+	pointChildAt(t, path, ps, id, count/2, id)
+
+	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1,
+		OnCorrupt: CorruptMoveAside, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w, err := db.Window(FixedWindow, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := w.Inc(ctx, "audit-key-0001", 1); err != nil {
+		t.Fatalf("Inc on the fresh file that replaced the damaged one = %v, want nil", err)
+	}
+	if err := db.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.Get(ctx, "audit-key-0002"); err != nil || n != 0 {
+		t.Fatalf("Get of a key never counted = %d, %v; want 0, nil", n, err)
 	}
 }

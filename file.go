@@ -225,12 +225,8 @@ func (db *DB) loadFile() error {
 		if err := db.migrateV1(); err != nil {
 			return err
 		}
-	} else if blocksErr != nil {
-		db.treeDamaged.Store(true)
-		db.log.Error("ratedb: the file's blocks of windows have damaged pages: look-ups in the file fail until it is rebuilt, right after Open",
-			"path", db.path, "err", blocksErr)
 	}
-	return db.view(func(tx *bolt.Tx) error {
+	err = db.view(func(tx *bolt.Tx) error {
 		mb, bb := tx.Bucket(layout.BucketMeta), tx.Bucket(layout.BucketBlocks)
 		if bb == nil {
 			return fmt.Errorf("%w: not a ratedb database (missing buckets)", ErrCorrupt)
@@ -247,6 +243,19 @@ func (db *DB) loadFile() error {
 		db.stats.diskWindows.Store(windows)
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	// Only once the file is known to open: a file that then fails (bad
+	// metadata) may be moved aside (CorruptMoveAside) and replaced by an
+	// empty one, which must not inherit the flag (nothing would clear it:
+	// the audit of a sound file rebuilds nothing).
+	if blocksErr != nil {
+		db.treeDamaged.Store(true)
+		db.log.Error("ratedb: the file's blocks of windows have damaged pages: look-ups in the file fail until it is rebuilt, right after Open",
+			"path", db.path, "err", blocksErr)
+	}
+	return nil
 }
 
 // checkTrees checks (layout.CheckTrees) the page trees of the file just
