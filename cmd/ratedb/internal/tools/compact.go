@@ -55,6 +55,19 @@ func Compact(path string) (CompactResult, error) {
 		return res, err
 	}
 
+	if testBeforeCompactOpen != nil {
+		testBeforeCompactOpen()
+	}
+	// bbolt may wait for the lock of a file that another process then
+	// replaces (another compact, or a ratedb rebuild, renames its new file
+	// over it, then lets the old one go). Compacting the old file and
+	// renaming it over the path would drop the new file and whatever was
+	// written to it since: the file at the path must be the same before
+	// and after the wait.
+	before, err := os.Stat(path)
+	if err != nil {
+		return res, err
+	}
 	src, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return res, fmt.Errorf("%s: %w", path, ErrInUse)
@@ -63,6 +76,9 @@ func Compact(path string) (CompactResult, error) {
 		return res, err
 	}
 	defer src.Close()
+	if after, err := os.Stat(path); err != nil || !os.SameFile(before, after) {
+		return res, fmt.Errorf("%s: the file was replaced while compact waited for its lock: %w", path, ErrInUse)
+	}
 	tmp := path + ".compact"
 	_ = os.Remove(tmp)
 	dst, err := bolt.Open(tmp, st.Mode().Perm(), nil)
@@ -101,6 +117,10 @@ func Compact(path string) (CompactResult, error) {
 	}
 	return res, nil
 }
+
+// testBeforeCompactOpen, when set by a test, runs after the janitor pass,
+// before Compact opens the file again to rewrite it.
+var testBeforeCompactOpen func()
 
 // sameOwnerAndMode gives the file at path the permissions and the owner of
 // the file old describes.

@@ -1,0 +1,77 @@
+//go:build unix
+
+package tools
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
+)
+
+// countFile writes a state file at path holding key "k" counted n times in
+// a live one-hour window.
+func countFile(t *testing.T, path string, n int64) {
+	t.Helper()
+	db, err := ratedb.Open(path, &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 16})
+	require.NoError(t, err)
+	w, err := db.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	_, err = w.Inc(context.Background(), "k", n)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+}
+
+// readCount returns the count of key "k" in the state file at path.
+func readCount(t *testing.T, path string) int64 {
+	t.Helper()
+	db, err := ratedb.Open(path, &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 16})
+	require.NoError(t, err)
+	defer db.Close()
+	w, err := db.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	n, err := w.Get(context.Background(), "k")
+	require.NoError(t, err)
+	return n
+}
+
+// TestCompactOfAFileReplacedWhileWaiting: after its janitor pass, Compact
+// opens the file again and may wait for its lock. If the file at the path
+// is replaced meanwhile (another compact renamed its result into place,
+// and a service opened that one and counted in it), Compact must not
+// compact the old file it waited for and rename it over the new one: the
+// new file's counts would be lost, and the service would go on writing to
+// a file no longer at the path.
+func TestCompactOfAFileReplacedWhileWaiting(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	countFile(t, path, 1)
+	newer := filepath.Join(dir, "newer.db")
+	countFile(t, newer, 5)
+
+	done := make(chan struct{})
+	testBeforeCompactOpen = func() {
+		// Another handle holds the file, then replaces it and lets the
+		// old one go while Compact waits for its lock.
+		h, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+		require.NoError(t, err)
+		go func() {
+			defer close(done)
+			time.Sleep(300 * time.Millisecond) // Compact is waiting for the lock
+			assert.NoError(t, os.Rename(newer, path))
+			assert.NoError(t, h.Close())
+		}()
+	}
+	defer func() { testBeforeCompactOpen = nil }()
+
+	_, err := Compact(path)
+	<-done
+	t.Logf("Compact: %v", err)
+	assert.Equal(t, int64(5), readCount(t, path), "the file at the path is the one that replaced the old one")
+}
