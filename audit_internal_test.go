@@ -373,6 +373,35 @@ func TestRebuildLeftoversRemoved(t *testing.T) {
 	}
 }
 
+// TestRebuildLeftoversOfThisFileOnly: the leftovers removed are those of
+// this file's rebuilds, whatever its name holds: a name with glob
+// characters ("rate[1].db") must neither remove another file's rebuild in
+// the same directory ("rate1.db"'s, maybe under way) nor keep its own.
+func TestRebuildLeftoversOfThisFileOnly(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rate[1].db")
+	fillFile(t, path, now, 10)
+	other := filepath.Join(dir, "rate1.db.rebuild-123456")
+	own := path + ".rebuild-654321"
+	for _, p := range []string{other, own} {
+		if err := os.WriteFile(p, []byte("half a file"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, _ := openWindow(t, path, now)
+	defer db.Close()
+	if err := db.Snapshot(); err != nil { // waits for the audit
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("another file's rebuild was removed: %v", err)
+	}
+	if _, err := os.Stat(own); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the leftover of this file's rebuild is still there: %v", err)
+	}
+}
+
 // TestVerifyFindsDamagedPage damages a page while the file is open, past the
 // audit after Open: Verify must report it.
 func TestVerifyFindsDamagedPage(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ratedb/ratedb/internal/layout"
@@ -29,7 +30,7 @@ func (db *DB) auditFile() {
 	defer db.snapMu.Unlock()
 	// A rebuild cut short by a crash leaves its new file behind; with
 	// bbolt's lock held, no other handle is rebuilding this file now.
-	if stale, _ := filepath.Glob(db.path + ".rebuild-*"); len(stale) > 0 {
+	if stale := rebuildLeftovers(db.path); len(stale) > 0 {
 		for _, p := range stale {
 			_ = os.Remove(p)
 		}
@@ -57,6 +58,26 @@ func (db *DB) auditFile() {
 		db.log.Error("ratedb: the database file has damaged pages and could not be rebuilt; not writing to it: "+
 			"counts go on in memory and snapshots fail", "path", db.path, "err", err)
 	}
+}
+
+// rebuildLeftovers returns the files that rebuilds of the file at path
+// create (os.CreateTemp's "<name>.rebuild-*" in its directory). It matches
+// names by prefix, not as a glob pattern: a path holding '[', '*', '?' or
+// '\\' would match another file's rebuilds (one that may be under way), or
+// be no valid pattern at all.
+func rebuildLeftovers(path string) []string {
+	dir, prefix := filepath.Dir(path), filepath.Base(path)+".rebuild-"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) && e.Type().IsRegular() {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
 }
 
 // auditPages walks the file whose current meta is m and returns how many
