@@ -402,6 +402,77 @@ func TestRebuildLeftoversOfThisFileOnly(t *testing.T) {
 	}
 }
 
+// TestRebuildThroughSymlink: Open of a symbolic link to the file (a state
+// file kept on a mounted volume, say) whose audit finds damage rebuilds the
+// file the link points to: the link stays a link, to the rebuilt file, and
+// the rebuild is not written into the link's directory in its place (which
+// may be on other storage, or read-only).
+func TestRebuildThroughSymlink(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "volume"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "volume", "rate.db")
+	link := filepath.Join(dir, "rate.db")
+	const n = 2000
+	fillFile(t, target, now, n)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	id, count, ps := branchOf(t, target, string(layout.BucketBlocks))
+	f, err := os.OpenFile(target, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e [elemSize]byte
+	off := int64(id)*ps + pageHeader + int64(count/2)*elemSize
+	if _, err := f.ReadAt(e[:], off); err != nil {
+		t.Fatal(err)
+	}
+	key := off + int64(binary.LittleEndian.Uint32(e[0:])) + 7 // a branch key's last byte
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], key); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x01
+	if _, err := f.WriteAt(b[:], key); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	db, w := openWindow(t, link, now)
+	if err := db.Snapshot(); err != nil { // waits for the audit and its rebuild
+		t.Fatal(err)
+	}
+	if got := db.Stats().CorruptSkipped; got < 1 {
+		t.Fatalf("CorruptSkipped = %d, want the damage counted", got)
+	}
+	if _, err := w.Inc(context.Background(), "audit-key-0001", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the symbolic link was replaced (%v, %v)", fi.Mode(), err)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(dir, "volume", "rate.db.corrupt-*")); len(aside) != 1 {
+		t.Fatalf("damaged files kept beside the file: %v, want 1", aside)
+	}
+	db, w = openWindow(t, target, now)
+	defer db.Close()
+	for i := range n {
+		want := int64(1 + i%7)
+		if i == 1 {
+			want++
+		}
+		if got, err := w.Get(context.Background(), fmt.Sprintf("audit-key-%04d", i)); err != nil || got != want {
+			t.Fatalf("key %d reads %d, %v from the file the link points to; want %d", i, got, err, want)
+		}
+	}
+}
+
 // TestVerifyFindsDamagedPage damages a page while the file is open, past the
 // audit after Open: Verify must report it.
 func TestVerifyFindsDamagedPage(t *testing.T) {

@@ -66,6 +66,9 @@ func (db *DB) auditFile() {
 // '\\' would match another file's rebuilds (one that may be under way), or
 // be no valid pattern at all.
 func rebuildLeftovers(path string) []string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p // rebuild writes beside the file a link points to
+	}
 	dir, prefix := filepath.Dir(path), filepath.Base(path)+".rebuild-"
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -112,12 +115,19 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 			return err
 		}
 	}
-	f, err := os.Open(db.path)
+	// The file itself, not a symbolic link to it: the new file is renamed
+	// over it, and renaming over the link would replace the link with a
+	// file in the link's directory (other storage, perhaps, or read-only).
+	path, err := filepath.EvalSymlinks(db.path)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	tmpf, err := os.CreateTemp(filepath.Dir(db.path), filepath.Base(db.path)+".rebuild-*")
+	tmpf, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".rebuild-*")
 	if err != nil {
 		return err
 	}
@@ -204,15 +214,15 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 
 	// Switch names and handles together: a reader under boltMu finds the
 	// file at db.path that db.bolt has open (Verify relies on it).
-	aside := db.path + ".corrupt-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
+	aside := path + ".corrupt-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
 	db.boltMu.Lock()
-	if err := os.Link(db.path, aside); err != nil {
+	if err := os.Link(path, aside); err != nil {
 		db.boltMu.Unlock()
 		return err
 	}
 	// The new file keeps bbolt's lock across the rename: the lock belongs to
 	// the open file, not to its name.
-	if err := os.Rename(tmp, db.path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		db.boltMu.Unlock()
 		_ = os.Remove(aside)
 		return err
@@ -223,7 +233,7 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 	db.dropPresence()
 	db.boltMu.Unlock()
 	_ = old.Close()
-	if d, err := os.Open(filepath.Dir(db.path)); err == nil {
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		_ = d.Sync()
 		_ = d.Close()
 	}
