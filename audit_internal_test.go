@@ -420,26 +420,7 @@ func TestRebuildThroughSymlink(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	id, count, ps := branchOf(t, target, string(layout.BucketBlocks))
-	f, err := os.OpenFile(target, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var e [elemSize]byte
-	off := int64(id)*ps + pageHeader + int64(count/2)*elemSize
-	if _, err := f.ReadAt(e[:], off); err != nil {
-		t.Fatal(err)
-	}
-	key := off + int64(binary.LittleEndian.Uint32(e[0:])) + 7 // a branch key's last byte
-	var b [1]byte
-	if _, err := f.ReadAt(b[:], key); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x01
-	if _, err := f.WriteAt(b[:], key); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	damageBranchKey(t, target)
 
 	db, w := openWindow(t, link, now)
 	if err := db.Snapshot(); err != nil { // waits for the audit and its rebuild
@@ -592,16 +573,17 @@ func pointChildAt(t *testing.T, path string, ps int64, id uint64, i int, to uint
 // after Open checks that every branch key is its child's first key and
 // that keys are in order, so the file is rebuilt from its blocks, which are
 // all sound: every window reads back.
-func TestBranchKeyDamageIsRebuilt(t *testing.T) {
-	now := time.UnixMilli(1_767_225_600_000)
-	path := filepath.Join(t.TempDir(), "rate.db")
-	const n = 2000
-	fillFile(t, path, now, n)
+// damageBranchKey flips a bit in the last byte of a middle key of a branch
+// page of the file's blocks tree: damage the audit after Open finds and
+// rebuilds.
+func damageBranchKey(t *testing.T, path string) {
+	t.Helper()
 	id, count, ps := branchOf(t, path, string(layout.BucketBlocks))
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	var e [elemSize]byte
 	off := int64(id)*ps + pageHeader + int64(count/2)*elemSize
 	if _, err := f.ReadAt(e[:], off); err != nil {
@@ -616,7 +598,42 @@ func TestBranchKeyDamageIsRebuilt(t *testing.T) {
 	if _, err := f.WriteAt(b[:], key); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+}
+
+// TestRebuildKeepsTheFileMode: the rebuilt file has the permissions of the
+// file it replaces (os.CreateTemp makes 0600), so a group that could read
+// the file (a backup job, inspect run by an operator) still can.
+func TestRebuildKeepsTheFileMode(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 2000)
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	damageBranchKey(t, path)
+	db, _ := openWindow(t, path, now)
+	defer db.Close()
+	if err := db.Snapshot(); err != nil { // waits for the audit and its rebuild
+		t.Fatal(err)
+	}
+	if got := db.Stats().CorruptSkipped; got < 1 {
+		t.Fatalf("CorruptSkipped = %d, want the damage rebuilt", got)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o640 {
+		t.Fatalf("the rebuilt file's mode is %v, want -rw-r-----", fi.Mode().Perm())
+	}
+}
+
+func TestBranchKeyDamageIsRebuilt(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	const n = 2000
+	fillFile(t, path, now, n)
+	damageBranchKey(t, path)
 
 	db, w := openWindow(t, path, now)
 	defer db.Close()

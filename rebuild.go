@@ -132,6 +132,11 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 		return err
 	}
 	tmp := tmpf.Name()
+	// The new file keeps the old one's permissions (CreateTemp makes
+	// 0600): a group that could read the file still can.
+	if st, err := f.Stat(); err == nil {
+		_ = tmpf.Chmod(st.Mode().Perm())
+	}
 	_ = tmpf.Close()
 	nb, err := openBolt(tmp, db.opts.OpenTimeout, db.opts.NoSync)
 	if err != nil {
