@@ -19,6 +19,8 @@ type Options struct {
 	// Metrics serves /metrics; nil answers 404.
 	Metrics http.Handler
 	// Ready reports whether the store is usable (/readyz); nil: always.
+	// /readyz logs nothing itself: anyone may ask it, so Ready logs the
+	// changes of its outcome.
 	Ready func(ctx context.Context) error
 	// DenyStatus is the HTTP status of a Deny decision: 200 (default) or
 	// 429.
@@ -126,7 +128,6 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.opts.Ready != nil {
 		if err := s.opts.Ready(r.Context()); err != nil {
-			s.opts.Logger.Warn("not ready", "err", err)
 			writeError(w, http.StatusServiceUnavailable, "the store is not usable", nil)
 			return
 		}

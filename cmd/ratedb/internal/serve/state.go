@@ -52,7 +52,7 @@ func openState(c *Config, log *slog.Logger) (*state, error) {
 		collectors: []prometheus.Collector{ratedbprom.NewCollector(db)},
 		// Ready when a snapshot succeeds (it waits for the file's audit
 		// after Open).
-		ready: newReadiness(db.Snapshot, readyPeriod, time.Now).ready,
+		ready: newReadiness(db.Snapshot, readyPeriod, time.Now, log).ready,
 		close: func() error {
 			if err := db.Close(); err != nil && !errors.Is(err, ratedb.ErrClosed) {
 				return fmt.Errorf("closing %s: %w", c.DB, err)
@@ -91,7 +91,7 @@ func openRedis(c *Config, log *slog.Logger) (*state, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			return client.Ping(ctx).Err()
-		}, readyPeriod, time.Now).ready,
+		}, readyPeriod, time.Now, log).ready,
 		close:       client.Close,
 		stopped:     "Redis client closed",
 		reloadRules: rulesReloadPeriod,
