@@ -112,8 +112,9 @@ func TestRedisBadURL(t *testing.T) {
 
 // A stored rule this version refuses (here written into Redis by hand, as
 // another version of ratedb might store one) neither stops the running
-// instances from changing the rules nor stays beyond repair: a DELETE
-// through the API removes it, and a restart then succeeds.
+// instances from changing the rules, nor from seeing each other's changes,
+// nor stays beyond repair: a DELETE through the API removes it, and a
+// restart then succeeds.
 func TestRedisInvalidStoredRuleIsRepairedThroughTheAPI(t *testing.T) {
 	t.Parallel()
 	addr, _ := proctest.StartRedis(t)
@@ -121,6 +122,8 @@ func TestRedisInvalidStoredRuleIsRepairedThroughTheAPI(t *testing.T) {
 	a := start(t, filepath.Join(t.TempDir(), "unused.db"), args...)
 	code, _, body := a.do("PUT", "/v1/rules/good", adminKey, `{"client_id":"g","route":"*","limit":3,"window":"1h"}`)
 	require.Equal(t, http.StatusCreated, code, body)
+	peer := start(t, filepath.Join(t.TempDir(), "unused.db"), args...) // an instance that rereads the rules
+	assert.Equal(t, int64(3), peer.check("g", "/r").Limit)
 
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
@@ -136,6 +139,14 @@ func TestRedisInvalidStoredRuleIsRepairedThroughTheAPI(t *testing.T) {
 	after, err := c.Get(ctx, redisstate.RulesKey).Result()
 	require.NoError(t, err)
 	assert.Contains(t, after, `"name":"bad"`, "kept as stored")
+	// The other instance's reloads apply the change around the rule they
+	// refuse.
+	deadline := time.Now().Add(10 * time.Second)
+	for peer.check("o", "/r").Limit != 5 {
+		require.True(t, time.Now().Before(deadline), "the other instance never saw the rule stored beside the refused one")
+		time.Sleep(50 * time.Millisecond) // polling another process's periodic reload
+	}
+	assert.Equal(t, int64(3), peer.check("g", "/r").Limit)
 
 	ctx30, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

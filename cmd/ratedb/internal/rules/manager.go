@@ -31,9 +31,7 @@ func NewManager(store Storage, def *Rule) (*Manager, error) {
 		return nil, err
 	}
 	if len(invalid) > 0 {
-		name := slices.Sorted(maps.Keys(invalid))[0]
-		_, err := Build(name, invalid[name].Spec, false)
-		return nil, fmt.Errorf("rules: stored rule %q: %w (replace or delete it with PUT or DELETE /v1/rules/{name} on an instance that runs, or in the storage)", truncate(name), err)
+		return nil, invalidError(invalid)
 	}
 	m := &Manager{store: store}
 	m.set.Store(newSet(slices.Collect(maps.Values(byName)), def))
@@ -61,6 +59,29 @@ func buildStored(stored []Stored) (byName map[string]*Rule, invalid map[string]S
 		byName[r.Name] = withGeneration(r, s.Generation)
 	}
 	return byName, invalid, nil
+}
+
+// invalidError names the first of the stored rules this version cannot
+// build (invalid is not empty) and says why.
+func invalidError(invalid map[string]Stored) error {
+	name := slices.Sorted(maps.Keys(invalid))[0]
+	_, err := Build(name, invalid[name].Spec, false)
+	return fmt.Errorf("rules: stored rule %q: %w (replace or delete it with PUT or DELETE /v1/rules/{name} on an instance that runs, or in the storage)", truncate(name), err)
+}
+
+// served returns the rules to serve for the stored rules byName and
+// invalid: every rule of byName, and for each invalid one the version cur
+// serves, if any (the last version of it this process could build), so that
+// a rule edited by hand or by another version does not vanish, and the
+// instances sharing a storage serve the same rules.
+func served(byName map[string]*Rule, invalid map[string]Stored, cur *Set) []*Rule {
+	out := slices.Collect(maps.Values(byName))
+	for name := range invalid {
+		if r, ok := cur.Get(name); ok {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Current returns the current rule set.
@@ -126,11 +147,12 @@ func (m *Manager) Delete(name string) error {
 // change applies edit to the stored rules, by name, saves the result and
 // serves it. Stored rules this version cannot build are passed to edit in
 // invalid, which it may delete from (a replacement or a deletion); the
-// ones it leaves are saved again as they were, and not served.
+// ones it leaves are saved again as they were, and served in the version
+// served until then, if any.
 func (m *Manager) change(edit func(byName map[string]*Rule, invalid map[string]Stored) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	def := m.set.Load().def
+	cur := m.set.Load()
 	var next *Set
 	err := m.store.Update(func(stored []Stored) ([]Stored, error) {
 		byName, invalid, err := buildStored(stored)
@@ -140,9 +162,10 @@ func (m *Manager) change(edit func(byName map[string]*Rule, invalid map[string]S
 		if err := edit(byName, invalid); err != nil {
 			return nil, err
 		}
-		next = newSet(slices.Collect(maps.Values(byName)), def)
+		next = newSet(served(byName, invalid, cur), cur.def)
 		out := make([]Stored, 0, len(byName)+len(invalid))
-		for _, r := range next.Rules() {
+		for _, name := range slices.Sorted(maps.Keys(byName)) {
+			r := byName[name]
 			out = append(out, Stored{Spec: r.Spec(), Generation: r.Generation})
 		}
 		for _, name := range slices.Sorted(maps.Keys(invalid)) {
@@ -166,16 +189,25 @@ func withGeneration(r *Rule, gen int64) *Rule {
 }
 
 // Reload replaces the current rules with the stored ones, for a storage
-// other processes change too (Redis). Rules whose storage is unreadable or
-// invalid are kept as they are and the error is returned.
+// other processes change too (Redis). If the storage cannot be read, the
+// current rules stay and the error is returned. A stored rule this version
+// cannot build stays served in its current version, if it has one, while
+// every other rule is reloaded, and the error names it.
 func (m *Manager) Reload() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cur := m.set.Load()
-	fresh, err := NewManager(m.store, cur.def)
+	stored, err := m.store.Load()
 	if err != nil {
 		return err
 	}
-	m.set.Store(fresh.set.Load())
+	byName, invalid, err := buildStored(stored)
+	if err != nil {
+		return err
+	}
+	cur := m.set.Load()
+	m.set.Store(newSet(served(byName, invalid, cur), cur.def))
+	if len(invalid) > 0 {
+		return invalidError(invalid)
+	}
 	return nil
 }

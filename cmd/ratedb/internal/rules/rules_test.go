@@ -316,3 +316,54 @@ func TestInvalidStoredRuleCanBeRepaired(t *testing.T) {
 	require.NoError(t, err, "the repaired storage loads")
 	assert.Len(t, fresh.Current().Rules(), 3)
 }
+
+// A stored rule another instance (or a hand edit) made unbuildable for
+// this version does not freeze the rule set: a reload applies every other
+// change and keeps serving the version of that rule it had, and so do this
+// instance's own changes, so instances sharing a storage converge.
+func TestReloadAppliesChangesAroundAnInvalidRule(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	store := rules.FileStorage{Path: path}
+	m, err := rules.NewManager(store, defaultRule(t))
+	require.NoError(t, err)
+	_, err = m.Put(mustBuild(t, "good", "c", "*", 3, "1m"))
+	require.NoError(t, err)
+
+	// Another instance stores "late", and "good" turns into a spec this
+	// version refuses.
+	late := mustBuild(t, "late", "d", "*", 4, "1m")
+	require.NoError(t, store.Update(func(cur []rules.Stored) ([]rules.Stored, error) {
+		for i := range cur {
+			if cur[i].Spec.Name == "good" {
+				cur[i].Spec.Window = "fortnight"
+			}
+		}
+		return append(cur, rules.Stored{Spec: late.Spec()}), nil
+	}))
+	err = m.Reload()
+	require.ErrorIs(t, err, rules.ErrInvalidRule)
+	assert.Contains(t, err.Error(), `"good"`)
+	assert.Equal(t, int64(4), mustGet(t, m, "late").Tiers[0].Limit, "the other change applies")
+	assert.Equal(t, int64(3), mustGet(t, m, "good").Tiers[0].Limit, "the version it had stays served")
+
+	// A change of another rule keeps serving it too, and stores it as it was.
+	_, err = m.Put(mustBuild(t, "new", "e", "*", 7, "1m"))
+	require.NoError(t, err)
+	mustGet(t, m, "good")
+	mustGet(t, m, "new")
+	stored, err := store.Load()
+	require.NoError(t, err)
+	var windows []string
+	for _, s := range stored {
+		if s.Spec.Name == "good" {
+			windows = append(windows, s.Spec.Window)
+		}
+	}
+	assert.Equal(t, []string{"fortnight"}, windows, "stored as it was, once")
+
+	// Deleting it stops serving it.
+	require.NoError(t, m.Delete("good"))
+	_, ok := m.Current().Get("good")
+	assert.False(t, ok)
+	require.NoError(t, m.Reload())
+}

@@ -128,7 +128,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 						testBeforeReload()
 					}
 					if err := rm.Reload(); err != nil {
-						log.Warn("reloading the rules failed; keeping the current ones", "err", err)
+						log.Warn("reloading the rules: what could not be read keeps its current version", "err", err)
 					}
 				}
 			}
