@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Manager holds the current rule set and changes it: every change is saved
@@ -17,6 +18,7 @@ type Manager struct {
 	mu    sync.Mutex // serializes changes
 	set   atomic.Pointer[Set]
 	store Storage
+	now   func() time.Time // the clock of new rules' generations
 }
 
 // NewManager loads the stored rules from store and serves them under def,
@@ -33,7 +35,7 @@ func NewManager(store Storage, def *Rule) (*Manager, error) {
 	if len(invalid) > 0 {
 		return nil, invalidError(invalid)
 	}
-	m := &Manager{store: store}
+	m := &Manager{store: store, now: time.Now}
 	m.set.Store(newSet(slices.Collect(maps.Values(byName)), def))
 	return m, nil
 }
@@ -111,8 +113,13 @@ func (m *Manager) Import(rs []*Rule) (created bool, err error) {
 			if i == 0 {
 				created = !ok && !wasInvalid
 			}
-			gen := int64(0)
+			var gen int64
 			switch {
+			case !ok && !wasInvalid:
+				// A new rule's windows are its own: under the name of
+				// a deleted rule, it must not find that rule's counts
+				// (a deleted rule's last generation is not kept).
+				gen = m.now().UnixMilli()
 			case ok:
 				gen = old.Generation
 				if !old.sameCounters(r) {

@@ -6,6 +6,7 @@ package rules
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,13 +39,14 @@ func TestGapLayeredChangeBumpsGeneration(t *testing.T) {
 	def := gapRule(t, DefaultName, Spec{ClientID: "*", Route: "*", Limit: gapLimit(1), Window: "1m"})
 	m, err := NewManager(FileStorage{Path: filepath.Join(t.TempDir(), "r.json")}, def)
 	require.NoError(t, err)
+	m.now = func() time.Time { return time.UnixMilli(1000) }
 	_, err = m.Put(gapRule(t, "a", Spec{ClientID: "c", Route: "r", Limit: gapLimit(5), Window: "1m"}))
 	require.NoError(t, err)
 	_, err = m.Put(gapRule(t, "a", Spec{ClientID: "c", Route: "r", Tiers: []TierSpec{{Limit: gapLimit(5), Window: "1m"}}}))
 	require.NoError(t, err)
 	r, _ := m.Current().Get("a")
 	require.True(t, r.Layered)
-	assert.EqualValues(t, 1, r.Generation)
+	assert.EqualValues(t, 1001, r.Generation)
 }
 
 // The counted key's documented format: NAME#GENERATION|len(CLIENT)|CLIENT|ROUTE.

@@ -65,9 +65,11 @@ type Rule struct {
 	// or the tiers of a layered one.
 	Tiers   []ratedb.Tier
 	Layered bool
-	// Generation starts at 0 and grows by one each time the rule's
-	// algorithm or windows change (a limit-only change keeps it). It is part
-	// of every counted key, so such a change starts new windows.
+	// Generation is the time the rule was created, in Unix milliseconds,
+	// and grows by one each time the rule's algorithm or windows change (a
+	// limit-only change keeps it). It is part of every counted key, so such
+	// a change starts new windows, and so does a rule created again under
+	// a deleted rule's name. The default rule's is 0.
 	Generation int64
 
 	limit *core.Limit
