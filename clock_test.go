@@ -219,6 +219,38 @@ func TestClockRange(t *testing.T) {
 	}
 }
 
+// README: a clock reading out of range is "refused with ErrClockOutOfRange
+// (... by each call for an injected one), and the call changes nothing".
+// Reset did not read the clock: it cleared the window anyway.
+func TestResetRefusesAClockOutOfRange(t *testing.T) {
+	modes(t, func(t *testing.T, path string) {
+		c := newClock()
+		db := openDB(t, path, testOptions(c))
+		w, err := db.Window(ratedb.FixedWindow, time.Minute)
+		require.NoError(t, err)
+		l, err := db.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Minute, Limit: 5})
+		require.NoError(t, err)
+
+		_, err = w.Hit(ctx, "k", 5, 1)
+		require.NoError(t, err)
+		_, err = l.Hit(ctx, "k", 1)
+		require.NoError(t, err)
+
+		good := c.Now()
+		c.Set(time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC))
+		assert.ErrorIs(t, w.Reset(ctx, "k"), ratedb.ErrClockOutOfRange)
+		assert.ErrorIs(t, l.Reset(ctx, "k"), ratedb.ErrClockOutOfRange)
+
+		c.Set(good)
+		n, err := w.Get(ctx, "k")
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), n, "the refused Reset cleared the window")
+		ns, err := l.Get(ctx, "k")
+		require.NoError(t, err)
+		assert.Equal(t, []int64{1}, ns, "the refused Reset cleared the layered window")
+	})
+}
+
 // A Reset, then a step back, then a janitor pass: the entry holding the
 // reset (and the window opened after it) ends earlier than the record still
 // in the file. Before the fix the pass let it leave memory before a snapshot

@@ -357,6 +357,13 @@ func (s *spec) reset(key string) error {
 		}
 		sh.mu.Lock()
 	}
+	// A clock reading out of range refuses the call, as it refuses every
+	// other: a Reset that returns an error changes nothing.
+	now, err := db.now()
+	if err != nil {
+		sh.mu.Unlock()
+		return err
+	}
 	if e == nil {
 		if !db.persist {
 			sh.mu.Unlock()
@@ -365,11 +372,6 @@ func (s *spec) reset(key string) error {
 		var buf [maxTiersInline]counter
 		cs, found, err := s.load(key, buf[:0])
 		if err != nil || !found {
-			sh.mu.Unlock()
-			return err
-		}
-		now, err := db.now()
-		if err != nil {
 			sh.mu.Unlock()
 			return err
 		}
