@@ -195,3 +195,28 @@ func TestDiskFullAtClose(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(5), n, "the last committed snapshot survives")
 }
+
+// Stats.JanitorFailures counts janitor passes that failed to clean the file;
+// Clean runs one. A Clean that failed on a full disk was not counted (only
+// the background janitor's failures were), unlike SnapshotFailures, which
+// counts failed Snapshot calls too.
+func TestDiskFullDuringCleanCountsAJanitorFailure(t *testing.T) {
+	c := &mClock{}
+	c.set(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	db := openDB(t, path, &ratedb.Options{Clock: c.Now, SnapshotPeriod: -1, CleanPeriod: -1, Logger: quietLogger()})
+	w, err := db.Window(ratedb.FixedWindow, time.Second)
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := w.Hit(ctx, fmt.Sprint("k", i), 5, 1)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Snapshot())
+	c.set(c.get() + 2000) // every window has ended
+
+	restore := diskFull(t, path)
+	_, err = db.Clean()
+	restore(true)
+	require.Error(t, err, "the pass could not write the file")
+	assert.Equal(t, int64(1), db.Stats().JanitorFailures, "a failed Clean is a failed janitor pass")
+}

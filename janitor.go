@@ -140,13 +140,18 @@ func (db *DB) expiryAt(end, now int64) int64 {
 // Clean runs one janitor pass now and returns the number of expired windows
 // it removed from memory and from the file (a window held in both counts
 // once). The background janitor runs the same pass every
-// Options.CleanPeriod.
+// Options.CleanPeriod. A pass that fails counts in Stats.JanitorFailures,
+// whichever ran it.
 func (db *DB) Clean() (removed int, err error) {
 	if !db.enter(0) {
 		return 0, ErrClosed
 	}
 	defer db.exit(0)
-	return db.clean()
+	removed, err = db.clean()
+	if err != nil {
+		db.stats.janitorFailures.Add(1)
+	}
+	return removed, err
 }
 
 func (db *DB) backgroundClean() {

@@ -49,7 +49,9 @@ type Stats struct {
 	// plus, if the page audit after Open rebuilt the file, its damaged pages
 	// and the blocks the rebuild left out.
 	CorruptSkipped int64
-	// JanitorFailures counts janitor passes that failed to clean the file.
+	// JanitorFailures counts janitor passes that failed to clean the file:
+	// the background ones and those run by Clean, as SnapshotFailures
+	// counts both kinds of snapshot.
 	JanitorFailures int64
 	// SnapshotBacklog is the number of window changes not yet written to
 	// the file: windows changed since the last snapshot took them, plus
