@@ -239,7 +239,11 @@ func (l *Layered) Refund(ctx context.Context, key string, amount int64) ([]int64
 // A window is known by its end. After a Reset, the first hit opens a window
 // that, with FixedWindow and StaggeredWindow, ends when the cleared one
 // did: an Undo of a hit made before the Reset then takes from that new
-// window. Do not undo across a Reset.
+// window. Do not undo across a Reset. The same holds after the clock went
+// back and the clock model cut the hit's windows short: a window opened once
+// a cut one has ended may end when the hit's did, and an Undo takes from
+// it. With the default clock, time goes back only across a restart, which
+// no Result outlives.
 //
 // Like Refund, an undo is one step with respect to every other call on the
 // key.
