@@ -296,3 +296,30 @@ func TestClockStepBackAfterResetKeepsTheReset(t *testing.T) {
 		})
 	}
 }
+
+// A call refused for its clock reading reads no window back: Stats.Reloaded
+// counts a window read from the file once, by the call that keeps it.
+func TestRefusedCallReloadsNothing(t *testing.T) {
+	c := newClock()
+	path := tempPath(t)
+	db := openDB(t, path, testOptions(c))
+	w, err := db.Window(ratedb.FixedWindow, time.Minute)
+	require.NoError(t, err)
+	_, err = w.Hit(ctx, "k", 5, 1)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	db = openDB(t, path, testOptions(c))
+	w, err = db.Window(ratedb.FixedWindow, time.Minute)
+	require.NoError(t, err)
+	good := c.Now()
+	c.Set(time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC))
+	_, err = w.Hit(ctx, "k", 5, 1)
+	require.ErrorIs(t, err, ratedb.ErrClockOutOfRange)
+	assert.Zero(t, db.Stats().Reloaded, "the refused call kept nothing it read")
+	c.Set(good)
+	r, err := w.Hit(ctx, "k", 5, 1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), r.Count)
+	assert.Equal(t, int64(1), db.Stats().Reloaded)
+}

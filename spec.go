@@ -157,9 +157,6 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		e = s.newEntry(key, cs)
 		sh.insert(h, e)
 		db.memWindows.Add(1)
-		if found {
-			db.stats.reloaded.Add(1)
-		}
 		created, fresh = true, !found
 	}
 	e.mu.Lock()
@@ -177,6 +174,9 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 	}
 	if created {
 		db.exp.add(e, db.expiryAt(e.maxEnd(), now))
+		if !fresh {
+			db.stats.reloaded.Add(1) // counted once kept: a refused call removed it
+		}
 	}
 	if !e.hot.Load() {
 		// Count this use in the cache's frequency sketch (a miss), so that
