@@ -58,6 +58,14 @@ var ServerClock = Clock{}
 // again from zero. Advance a fake clock at least as fast as real time.
 // A reading before 1970 or from the year 10000 on makes the call return an
 // error wrapping ratedb.ErrClockOutOfRange, as in the embedded DB.
+//
+// With a real clock, LocalClock can admit more than a limit around window
+// boundaries: concurrent calls read f in one order and reach Redis in
+// another, and a call that read the time before a boundary and runs after
+// one that opened the next window is taken for a clock stepped back, so
+// the window is cut back to end one scale after its reading (see the
+// package doc); the cut-off end of the window starts again from zero.
+// ServerClock reads the time inside the script and has no such race.
 func LocalClock(f func() time.Time) Clock {
 	return Clock{now: f, isNil: f == nil}
 }
