@@ -58,9 +58,9 @@ func decodeRead(v any, scales []int64) ([]tierState, error) {
 		return nil, badReply(v)
 	}
 	for i := range ts {
-		c, err1 := strconv.ParseInt(f[2*i], 10, 64)
-		e, err2 := strconv.ParseInt(f[2*i+1], 10, 64)
-		if err1 != nil || err2 != nil || c < 0 {
+		c, ok1 := storedInt(f[2*i], false, n > 1)
+		e, ok2 := storedInt(f[2*i+1], true, n > 1)
+		if !ok1 || !ok2 {
 			return nil, badReply(v)
 		}
 		if e > now {
@@ -68,6 +68,31 @@ func decodeRead(v any, scales []int64) ([]tierState, error) {
 		}
 	}
 	return ts, nil
+}
+
+// storedInt parses one number of a stored value as the scripts' load does,
+// so that Get and ExpiresAt read the values the writing calls read and
+// refuse the others: decimal digits, after a minus sign if signed (an
+// end), and for a value of several tiers only as encode writes them (no
+// leading zero, no "-0").
+func storedInt(s string, signed, canonical bool) (int64, bool) {
+	d := s
+	if signed && len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if d == "" {
+		return 0, false
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return 0, false
+		}
+	}
+	x, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || canonical && strconv.FormatInt(x, 10) != s {
+		return 0, false
+	}
+	return x, true
 }
 
 // capEnd caps a window's end at one scale after now, as the scripts do

@@ -21,7 +21,18 @@ func TestForeignValueIsAnErrorNotAReset(t *testing.T) {
 	raw := srv.Client(t, nil)
 	future := strconv.FormatInt(time.Now().Add(30*time.Minute).UnixMilli(), 10)
 	for _, dedup := range []time.Duration{0, time.Second} {
-		for _, val := range []string{"garbage", "5", "x,1", "1.5," + future, "-3," + future} {
+		// Each case is a Window's value and a Layered one's (two tiers);
+		// the scripts read "count,end" with a count of digits and an end of
+		// an optional minus and digits, and several tiers only as this
+		// store writes them (no sign, no leading zero).
+		for _, vals := range [][2]string{
+			{"garbage", "garbage"}, {"5", "5"}, {"x,1", "x,1"}, {"1.5," + future, "1.5," + future},
+			{"-3," + future, "-3," + future + ",1," + future},
+			{"+5," + future, "+5," + future + ",1," + future},
+			{"5,+" + future, "5,+" + future + ",1," + future},
+			{"5," + future + " ", "05," + future + ",1," + future},
+		} {
+			val, lVal := vals[0], vals[1]
 			t.Run(fmt.Sprintf("dedup=%v/%q", dedup, val), func(t *testing.T) {
 				prefix := newPrefix()
 				s, err := redisstore.New(srv.Client(t, nil), &redisstore.Options{Prefix: prefix, DedupWindow: dedup, Timeout: time.Second})
@@ -35,10 +46,6 @@ func TestForeignValueIsAnErrorNotAReset(t *testing.T) {
 				lr, err := l.Hit(ctx, "k", 1)
 				require.NoError(t, err)
 				wKey, lKey := prefix+"{k}:f3600000", prefix+"{k}:Lf3600000,7200000"
-				lVal := val
-				if val == "-3,"+future {
-					lVal = val + ",1," + future
-				}
 				put := func() {
 					require.NoError(t, raw.Set(ctx, wKey, val, time.Hour).Err())
 					require.NoError(t, raw.Set(ctx, lKey, lVal, time.Hour).Err())
