@@ -39,7 +39,9 @@ type Stats struct {
 	// back from the file on use.
 	Spilled  int64
 	Reloaded int64
-	// Cleaned counts windows the janitor removed.
+	// Cleaned counts windows the janitor removed, each once; except that
+	// a window removed from memory by a pass whose file part then failed
+	// (a full disk) is counted again by the pass that deletes its record.
 	Cleaned int64
 	// CorruptSkipped counts reads of a block of windows that failed
 	// validation and was ignored (by a look-up, a snapshot or the janitor,
