@@ -433,6 +433,11 @@ func (sp *spec) refund(ctx context.Context, key string, amount int64, ends ...in
 
 // reset deletes key's counter.
 func (sp *spec) reset(ctx context.Context, key string) error {
+	// A clock reading out of range is refused, as by every call of the
+	// embedded DB, though a reset reads no time.
+	if _, err := sp.s.nowArg(); err != nil {
+		return err
+	}
 	// Sent once: a DEL resent after a lost reply would erase hits counted
 	// since the first one ran.
 	_, err := sp.s.run(ctx, resetScript, true, []string{sp.s.tagged(key) + sp.suffix})
