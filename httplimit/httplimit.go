@@ -101,8 +101,11 @@ type Options struct {
 	// counts. New fails if Undo is set and the Rater is not an Undoer.
 	//
 	// With Undo set, the handler gets a ResponseWriter that records the
-	// status; it has the Flush, FlushError, Hijack and Unwrap methods
-	// (http.ResponseController reaches the others through Unwrap). A
+	// status; it has the Flush, FlushError, Hijack, ReadFrom and Unwrap
+	// methods, and Push when the server's writer has it
+	// (http.ResponseController reaches the others through Unwrap). Flush
+	// does nothing and Hijack returns http.ErrNotSupported where the
+	// server's writer has no such method (HTTP/2 has no Hijack). A
 	// handler that hijacks the connection (a WebSocket upgrade) is reported
 	// as 101, so a status < 400 rule gives upgrades back; test for 101 to
 	// keep counting them.

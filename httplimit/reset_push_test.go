@@ -2,8 +2,10 @@ package httplimit_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,4 +98,40 @@ func TestUndoKeepsPusher(t *testing.T) {
 		h.ServeHTTP(pw, r)
 		assert.Equal(t, []string{"/style.css"}, pw.pushed, "Undo set: %v", undo)
 	}
+}
+
+// readFromWriter is a plainWriter with io.ReaderFrom, as net/http's
+// writer has (it sends a file with sendfile).
+type readFromWriter struct {
+	plainWriter
+	readFrom int64
+}
+
+func (w *readFromWriter) ReadFrom(src io.Reader) (int64, error) {
+	w.WriteHeader(http.StatusOK)
+	n, err := io.Copy(io.Discard, src)
+	w.readFrom += n
+	return n, err
+}
+
+// Setting Options.Undo must not take io.ReaderFrom away from the handler:
+// io.Copy to the response (http.ServeContent, a file) keeps the underlying
+// writer's fast path, and the status it implies is the one Undo sees.
+func TestUndoKeepsReaderFrom(t *testing.T) {
+	clock := newClock(t0)
+	db := openDB(t, clock)
+	var seen int
+	o := &httplimit.Options{Clock: clock.Now, Undo: func(_ *http.Request, status int) bool { seen = status; return false }}
+	m, err := httplimit.New(httplimit.Window(fixedMinute(t, db), 10), o)
+	require.NoError(t, err)
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		// A reader without WriteTo, as a file's is to io.Copy.
+		_, _ = io.Copy(w, struct{ io.Reader }{strings.NewReader("body")})
+	}))
+	rw := &readFromWriter{plainWriter: plainWriter{h: http.Header{}}}
+	r, _ := http.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "192.0.2.1:1"
+	h.ServeHTTP(rw, r)
+	assert.Equal(t, int64(4), rw.readFrom, "the copy went through the underlying ReadFrom")
+	assert.Equal(t, http.StatusOK, seen)
 }

@@ -3,6 +3,7 @@ package httplimit
 import (
 	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
 
@@ -74,6 +75,19 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 		w.status = http.StatusOK
 	}
 	return w.ResponseWriter.Write(b)
+}
+
+// ReadFrom copies src to the response with the underlying writer's
+// ReadFrom if it has one (net/http's sends a file with sendfile), so that
+// io.Copy and http.ServeContent keep their fast path; else as Write does.
+func (w *statusWriter) ReadFrom(src io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(src)
+	}
+	return io.Copy(w.ResponseWriter, src)
 }
 
 // Flush sends buffered data, as the underlying writer's Flush does (if it
