@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -99,12 +100,20 @@ func joinSemi(p []string) string {
 	return s
 }
 
+// parseLevel reads --log-level: debug, info, warn or error, in any case
+// (not slog's offsets such as "warn+1", which the flag does not document).
 func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("--log-level %q: use debug, info, warn or error", s)
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
 	}
-	return l, nil
+	return 0, fmt.Errorf("--log-level %q: use debug, info, warn or error", s)
 }
 
 // newLogger returns the service's logger writing to w.
