@@ -98,15 +98,22 @@ func TestWorkloadsSmall(t *testing.T) {
 	})
 }
 
-// TestFloodSmall runs the flood workload at a small size, with a hot set
-// smaller than the keys, and requires every count exact.
+// TestFloodSmall runs the flood workload at a small size, with a hot set and
+// a snapshot backlog smaller than the keys, so that windows must reach the
+// file and leave memory during the hits (with the default backlog of
+// 262,144 all 100,000 stay in memory and the file is never read), and
+// requires every count exact.
 func TestFloodSmall(t *testing.T) {
-	r, err := Flood(t.TempDir(), 100_000, 10_000, 0, 0, t.Logf)
+	const n = 100_000
+	r, err := Flood(t.TempDir(), n, 10_000, 10_000, 0, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Verified != 100_000 || r.Mismatched != 0 {
-		t.Fatalf("verified %d, %d wrong; want 100000 exact", r.Verified, r.Mismatched)
+	if r.Verified != n || r.Mismatched != 0 {
+		t.Fatalf("verified %d, %d wrong; want %d exact", r.Verified, r.Mismatched, n)
+	}
+	if r.Stats.WindowsInMemory >= n || r.Stats.WindowsOnDisk == 0 {
+		t.Fatalf("%d windows in memory, %d on disk after the hits: the check did not read the file", r.Stats.WindowsInMemory, r.Stats.WindowsOnDisk)
 	}
 }
 
