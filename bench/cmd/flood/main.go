@@ -57,6 +57,11 @@ func main() {
 		}
 		_ = f.Close()
 	}
+	defer func() {
+		if r.Mismatched != 0 {
+			log.Fatalf("flood: %d keys' counts are wrong", r.Mismatched)
+		}
+	}()
 	if *asJSON {
 		b, _ := json.MarshalIndent(r, "", "  ")
 		fmt.Println(string(b))

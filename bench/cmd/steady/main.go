@@ -11,7 +11,7 @@
 // median and the median of its per-round ratios to GoLimiter.
 //
 //	cd bench && go run ./cmd/steady -keys 1000000 -warmup 5s -dur 20s
-//	cd bench && go run ./cmd/steady -keys 200000 -warmup 3s -dur 6s -patterns roundrobin -rounds 7
+//	cd bench && go run ./cmd/steady -keys 200000 -warmup 3s -dur 6s -patterns roundrobin -rounds 7 -limiters RatedbFile,GoLimiter
 package main
 
 import (
