@@ -220,6 +220,28 @@ func (l *Layered) ExpiresAt(ctx context.Context, key string) ([]time.Time, error
 	return out, nil
 }
 
+// State returns each tier's count in its current window and that window's
+// end (0 and the zero Time for a tier with none), in tier order, read in
+// one step: unlike Get and ExpiresAt called one after the other, they
+// always describe the same windows, even when another process opens a
+// tier's next window meanwhile. It opens no window.
+func (l *Layered) State(ctx context.Context, key string) ([]int64, []time.Time, error) {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return nil, nil, err
+	}
+	ts, err := l.sp.read(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	ends := make([]time.Time, len(ts))
+	for i, p := range l.pos {
+		if end := ts[p].end; end != 0 {
+			ends[i] = time.UnixMilli(end)
+		}
+	}
+	return l.counts(ts), ends, nil
+}
+
 // Reset forgets key's windows in every tier.
 func (l *Layered) Reset(ctx context.Context, key string) error {
 	if err := limits.CheckCall(ctx, key); err != nil {

@@ -213,6 +213,22 @@ func (w *Window) ExpiresAt(ctx context.Context, key string) (time.Time, error) {
 	return time.UnixMilli(ts[0].end), nil
 }
 
+// State returns key's count in its current window and the window's end
+// (0 and the zero Time if it has none), read in one step: unlike Get and
+// ExpiresAt called one after the other, the two always describe the same
+// window, even when another process opens the key's next window meanwhile.
+// It does not open a window.
+func (w *Window) State(ctx context.Context, key string) (int64, time.Time, error) {
+	if err := limits.CheckCall(ctx, key); err != nil {
+		return 0, time.Time{}, err
+	}
+	ts, err := w.sp.read(ctx, key)
+	if err != nil || ts[0].end == 0 {
+		return 0, time.Time{}, err
+	}
+	return ts[0].count, time.UnixMilli(ts[0].end), nil
+}
+
 // Reset forgets key's current window: the next hit opens a new one.
 func (w *Window) Reset(ctx context.Context, key string) error {
 	if err := limits.CheckCall(ctx, key); err != nil {

@@ -23,11 +23,7 @@ func (c *Core) peek(ctx context.Context, ch Check, r *resolved, pending int64) (
 		need += pending
 	}
 	if r.window != nil {
-		count, err := r.window.Get(ctx, ch.Key)
-		if err != nil {
-			return ratedb.Result{}, err
-		}
-		end, err := r.window.ExpiresAt(ctx, ch.Key)
+		count, end, err := windowState(ctx, r.window, ch.Key)
 		if err != nil {
 			return ratedb.Result{}, err
 		}
@@ -42,11 +38,7 @@ func (c *Core) peek(ctx context.Context, ch Check, r *resolved, pending int64) (
 		}
 		return res, nil
 	}
-	counts, err := r.layered.Get(ctx, ch.Key)
-	if err != nil {
-		return ratedb.Result{}, err
-	}
-	ends, err := r.layered.ExpiresAt(ctx, ch.Key)
+	counts, ends, err := layeredState(ctx, r.layered, ch.Key)
 	if err != nil {
 		return ratedb.Result{}, err
 	}
@@ -71,6 +63,50 @@ func (c *Core) peek(ctx context.Context, ch Check, r *resolved, pending int64) (
 		res.RetryAfter = max(0, b.ResetAt.Sub(now))
 	}
 	return res, nil
+}
+
+// WindowStater is implemented by window limiters that read a key's count
+// and its window's end in one step (redisstore's Window does). A peek needs
+// both from the same window: read with Get, then ExpiresAt, another
+// process sharing the store may open the key's next window in between, and
+// the peek would report the previous window's count with the next one's
+// end (a denial with a reset a whole window away).
+type WindowStater interface {
+	State(ctx context.Context, key string) (int64, time.Time, error)
+}
+
+// LayeredStater is WindowStater for layered limiters (redisstore's Layered
+// has it): counts and ends in tier order.
+type LayeredStater interface {
+	State(ctx context.Context, key string) ([]int64, []time.Time, error)
+}
+
+// windowState reads key's count and window end through w, in one step when
+// w can.
+func windowState(ctx context.Context, w WindowLimiter, key string) (int64, time.Time, error) {
+	if s, ok := w.(WindowStater); ok {
+		return s.State(ctx, key)
+	}
+	count, err := w.Get(ctx, key)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	end, err := w.ExpiresAt(ctx, key)
+	return count, end, err
+}
+
+// layeredState reads key's counts and window ends through l, in one step
+// when l can.
+func layeredState(ctx context.Context, l LayeredLimiter, key string) ([]int64, []time.Time, error) {
+	if s, ok := l.(LayeredStater); ok {
+		return s.State(ctx, key)
+	}
+	counts, err := l.Get(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	ends, err := l.ExpiresAt(ctx, key)
+	return counts, ends, err
 }
 
 // tierState is one tier's state for a peek: count in the window ending at
