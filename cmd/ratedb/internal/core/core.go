@@ -380,7 +380,14 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 			}
 			d.Allowed = false
 			if err := undo(ctx, checks[:i], rs, d.Results, peeks); err != nil {
-				return Decision{}, err
+				// The set is denied all the same: a limit decided it.
+				// Answering the undo's error would let FailOpen (or a
+				// caller that lets requests through on UNAVAILABLE) admit
+				// it. The hits not undone stay counted and are reported
+				// Counted; the failure reaches the observer.
+				if obs := c.opts.Observer; obs != nil {
+					obs.StoreError(ch.Limit.Name)
+				}
 			}
 			return d, nil
 		}
