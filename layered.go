@@ -330,6 +330,25 @@ func (l *Layered) ExpiresAt(ctx context.Context, key string) ([]time.Time, error
 	return out, nil
 }
 
+// State returns each tier's count in its current window and that window's
+// end (0 and the zero Time for a tier with none), in tier order, read in
+// one step: unlike Get and ExpiresAt called one after the other, they
+// always describe the same windows, even when a concurrent call opens a
+// tier's next window meanwhile. It opens no window.
+func (l *Layered) State(ctx context.Context, key string) ([]int64, []time.Time, error) {
+	cs, now, err := l.read(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	counts, ends := make([]int64, len(l.tiers)), make([]time.Time, len(l.tiers))
+	for i, p := range l.pos {
+		if c := cs[p]; c.End > now {
+			counts[i], ends[i] = c.Count, time.UnixMilli(c.End)
+		}
+	}
+	return counts, ends, nil
+}
+
 // Reset forgets key's windows in every tier.
 func (l *Layered) Reset(ctx context.Context, key string) error {
 	if err := checkCall(ctx, key); err != nil {

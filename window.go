@@ -239,6 +239,19 @@ func (w *Window) ExpiresAt(ctx context.Context, key string) (time.Time, error) {
 	return time.UnixMilli(c.End), nil
 }
 
+// State returns key's count in its current window and the window's end
+// (0 and the zero Time if it has none), read in one step: unlike Get and
+// ExpiresAt called one after the other, the two always describe the same
+// window, even when a concurrent call opens the key's next window
+// meanwhile. It does not open a window.
+func (w *Window) State(ctx context.Context, key string) (int64, time.Time, error) {
+	c, now, err := w.read(ctx, key)
+	if err != nil || c.End <= now {
+		return 0, time.Time{}, err
+	}
+	return c.Count, time.UnixMilli(c.End), nil
+}
+
 // Reset forgets key's current window: the next hit opens a new one.
 func (w *Window) Reset(ctx context.Context, key string) error {
 	if err := checkCall(ctx, key); err != nil {

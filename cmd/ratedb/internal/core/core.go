@@ -414,7 +414,7 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 		if !ch.Refund || ch.Cost == 0 {
 			continue
 		}
-		res, err := c.refund(ctx, ch, rs[i], d.Results[i].Result)
+		res, err := c.refund(ctx, ch, rs[i])
 		if err != nil {
 			return commitFailed(ctx, err, checks, rs, d.Results, peeks)
 		}

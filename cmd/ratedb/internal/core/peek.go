@@ -66,7 +66,7 @@ func (c *Core) peek(ctx context.Context, ch Check, r *resolved, pending int64) (
 }
 
 // WindowStater is implemented by window limiters that read a key's count
-// and its window's end in one step (redisstore's Window does). A peek needs
+// and its window's end in one step (ratedb's and redisstore's Window do). A peek needs
 // both from the same window: read with Get, then ExpiresAt, another
 // process sharing the store may open the key's next window in between, and
 // the peek would report the previous window's count with the next one's
@@ -75,8 +75,8 @@ type WindowStater interface {
 	State(ctx context.Context, key string) (int64, time.Time, error)
 }
 
-// LayeredStater is WindowStater for layered limiters (redisstore's Layered
-// has it): counts and ends in tier order.
+// LayeredStater is WindowStater for layered limiters (ratedb's and
+// redisstore's Layered have it): counts and ends in tier order.
 type LayeredStater interface {
 	State(ctx context.Context, key string) ([]int64, []time.Time, error)
 }

@@ -52,20 +52,25 @@ func (r *resolved) refunder() Refunder {
 }
 
 // refund gives ch.Cost back to ch.Key's current window, never below zero,
-// and returns the state after it (before is the state the set's peek saw).
-// A key without a current window has nothing to give back: no window is
-// opened, and the answer is before.
+// and returns the state after it. A key without a current window (none
+// when the set's peek looked, or one that ended since) has nothing to give
+// back: no window is opened, and the answer is the key's state now, as a
+// peek reports a key without a window.
 //
 // The store applies the refund in one step, so a hit on the key from
 // another decision, another core or another process sharing the store is
 // counted before or after it, never lost.
-func (c *Core) refund(ctx context.Context, ch Check, r *resolved, before ratedb.Result) (ratedb.Result, error) {
+func (c *Core) refund(ctx context.Context, ch Check, r *resolved) (ratedb.Result, error) {
 	left, end, err := r.refunder().Refund(ctx, ch.Key, ch.Cost)
 	if err != nil {
 		return ratedb.Result{}, err
 	}
 	if end.IsZero() {
-		return before, nil
+		tr := tierState(ch.Limit.Tiers[0], ch.Limit.Algorithm, 0, time.Time{}, 1, c.opts.Clock())
+		return ratedb.Result{
+			Allowed: true, Count: 0, Limit: tr.Limit, Remaining: tr.Remaining,
+			ResetAt: tr.ResetAt, Scale: tr.Scale,
+		}, nil
 	}
 	limit := ch.Limit.Tiers[0].Limit
 	return ratedb.Result{

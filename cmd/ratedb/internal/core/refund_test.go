@@ -65,7 +65,7 @@ func TestRefund(t *testing.T) {
 }
 
 // rollStore's windows move the clock past the window's end right after
-// their first Get (the set's peek), so the refund finds the window ended.
+// their first State (the set's peek), so the refund finds the window ended.
 type rollStore struct {
 	core.DBStore
 	now *atomic.Int64
@@ -85,12 +85,12 @@ func (s rollStore) Window(alg ratedb.Algorithm, scale time.Duration) (core.Windo
 	return &rollWindow{Window: w, now: s.now}, nil
 }
 
-func (w *rollWindow) Get(ctx context.Context, key string) (int64, error) {
-	n, err := w.Window.Get(ctx, key)
+func (w *rollWindow) State(ctx context.Context, key string) (int64, time.Time, error) {
+	n, end, err := w.Window.State(ctx, key)
 	if w.rolled.CompareAndSwap(false, true) {
 		w.now.Add(time.Minute.Milliseconds())
 	}
-	return n, err
+	return n, end, err
 }
 
 // A window that ends between the set's peek and its refund gets nothing
@@ -107,7 +107,8 @@ func TestRefundAcrossWindowBoundary(t *testing.T) {
 	d, err = rolling.Decide(ctx, core.Check{Limit: window("r", 5, time.Minute), Key: "k", Cost: 1, Refund: true})
 	require.NoError(t, err)
 	assert.True(t, d.Allowed)
-	assert.EqualValues(t, 0, d.Results[0].Count, "the state the set saw: the window had ended")
+	assert.EqualValues(t, 0, d.Results[0].Count, "the key's state once the refund found its window ended")
+	assert.True(t, d.Results[0].ResetAt.After(clock()), "the end of the window a hit would open now, not the ended one")
 
 	w, err := db.Window(ratedb.FixedWindow, time.Minute)
 	require.NoError(t, err)

@@ -59,5 +59,7 @@ func (s DBStore) Layered(alg ratedb.Algorithm, tiers ...ratedb.Tier) (LayeredLim
 var (
 	_ WindowLimiter  = (*ratedb.Window)(nil)
 	_ LayeredLimiter = (*ratedb.Layered)(nil)
+	_ WindowStater   = (*ratedb.Window)(nil)
+	_ LayeredStater  = (*ratedb.Layered)(nil)
 	_ Store          = DBStore{}
 )

@@ -98,7 +98,11 @@ func (s Store) Layered(alg ratedb.Algorithm, tiers ...ratedb.Tier) (core.Layered
 	return l, nil
 }
 
-var _ core.Store = Store{}
+var (
+	_ core.Store         = Store{}
+	_ core.WindowStater  = (*redisstore.Window)(nil) // a peek reads one window
+	_ core.LayeredStater = (*redisstore.Layered)(nil)
+)
 
 // RulesStorage keeps the rules as one JSON value under RulesKey. It is safe
 // for concurrent use, by any number of processes: Update is an optimistic

@@ -1,0 +1,121 @@
+package ratedb_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// State reads what Get and ExpiresAt read, for a Window and every tier of
+// a Layered limiter: nothing before a hit, the window after, nothing once it
+// has ended.
+func TestStateIsGetAndExpiresAt(t *testing.T) {
+	modes(t, func(t *testing.T, path string) {
+		c := newClock()
+		db := openDB(t, path, testOptions(c))
+		w, err := db.Window(ratedb.FixedWindow, time.Minute)
+		require.NoError(t, err)
+		l, err := db.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Minute, Limit: 5}, ratedb.Tier{Scale: time.Hour, Limit: 50})
+		require.NoError(t, err)
+		agree := func(what string) {
+			t.Helper()
+			n, end, err := w.State(ctx, "k")
+			require.NoError(t, err)
+			gn, err := w.Get(ctx, "k")
+			require.NoError(t, err)
+			gend, err := w.ExpiresAt(ctx, "k")
+			require.NoError(t, err)
+			assert.Equal(t, gn, n, what)
+			assert.Equal(t, gend, end, what)
+			ns, ends, err := l.State(ctx, "k")
+			require.NoError(t, err)
+			gns, err := l.Get(ctx, "k")
+			require.NoError(t, err)
+			gends, err := l.ExpiresAt(ctx, "k")
+			require.NoError(t, err)
+			assert.Equal(t, gns, ns, what)
+			assert.Equal(t, gends, ends, what)
+		}
+		agree("before any hit")
+		for range 3 {
+			_, err = w.Hit(ctx, "k", 5, 1)
+			require.NoError(t, err)
+			_, err = l.Hit(ctx, "k", 1)
+			require.NoError(t, err)
+		}
+		agree("after three hits")
+		n, _, err := w.State(ctx, "k")
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), n)
+		c.Advance(time.Minute)
+		agree("the minute over, the hour not")
+		c.Advance(time.Hour)
+		agree("every window over")
+		_, _, err = w.State(ctx, "")
+		assert.ErrorIs(t, err, ratedb.ErrInvalidArgument)
+	})
+}
+
+// State reads one window: read while hits open window after window, the
+// count it reports is never more than the hits its window got. (Read with Get
+// and then ExpiresAt, a window's count can come with the next window's end.)
+// Window i of the run gets i%3+1 hits, so a full window's count paired with
+// the next, smaller, window's end is caught.
+func TestStateReadsOneWindow(t *testing.T) {
+	c := newClock()
+	db := openDB(t, "", testOptions(c))
+	const scale = time.Second
+	w, err := db.Window(ratedb.PerKeyWindow, scale)
+	require.NoError(t, err)
+	var (
+		mu    sync.Mutex
+		hits  = map[int64]int64{} // window end (ms) -> hits it will get
+		done  atomic.Bool
+		wg    sync.WaitGroup
+		reads atomic.Int64
+	)
+	wg.Go(func() {
+		defer done.Store(true)
+		for i := range 3000 {
+			k := int64(i%3 + 1)
+			for j := range k {
+				r, err := w.Hit(ctx, "k", 10, 1)
+				if !assert.NoError(t, err) || !assert.True(t, r.Allowed) {
+					return
+				}
+				if j == 0 {
+					mu.Lock()
+					hits[r.ResetAt.UnixMilli()] = k
+					mu.Unlock()
+				}
+			}
+			c.Advance(scale)
+		}
+	})
+	wg.Go(func() {
+		for !done.Load() {
+			n, end, err := w.State(ctx, "k")
+			if !assert.NoError(t, err) {
+				return
+			}
+			reads.Add(1)
+			if end.IsZero() {
+				continue
+			}
+			mu.Lock()
+			k, ok := hits[end.UnixMilli()]
+			mu.Unlock()
+			if ok && n > k {
+				t.Errorf("State read %d hits for the window ending at %v, which got %d", n, end, k)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	assert.Positive(t, reads.Load())
+}
