@@ -139,6 +139,13 @@ func runServe(args []string, stderr io.Writer) error {
 	c.APIKeysEnv = os.Getenv("RATEDB_API_KEYS")
 	c.AdminKeysEnv = os.Getenv("RATEDB_ADMIN_KEYS")
 
+	// A write to a broken stderr (journald restarted, a log shipper gone)
+	// must fail, not end the service: Go's runtime ends a program that
+	// writes to a broken fd 1 or 2 with SIGPIPE unless SIGPIPE is handled
+	// (systemd's IgnoreSIGPIPE does not prevent it), and the line logged
+	// before the final snapshot would then lose every count since the last
+	// one.
+	signal.Ignore(syscall.SIGPIPE)
 	// The first SIGTERM/SIGINT stops the service gracefully; a second one
 	// exits at once.
 	sig := make(chan os.Signal, 2)
