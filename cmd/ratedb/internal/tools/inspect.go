@@ -19,8 +19,10 @@ import (
 	"github.com/ratedb/ratedb/internal/record"
 )
 
-// ErrInUse is returned when the file's lock is held by a running ratedb.
-var ErrInUse = errors.New("the file is in use by a running ratedb (its lock is held): stop it first, or inspect a copy")
+// ErrInUse is returned when the file's lock is held by a running ratedb. It
+// does not suggest copying the file: a copy taken while the service writes
+// snapshots is not consistent.
+var ErrInUse = errors.New("the file is in use by a running ratedb (its lock is held): stop it first (a copy taken while it runs is not consistent)")
 
 // lockTimeout is how long the tools wait for the file's lock.
 const lockTimeout = time.Second
