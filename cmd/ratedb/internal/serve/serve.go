@@ -149,7 +149,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	defer cancel()
 	var errs []error
 	if err := srv.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("shutdown: %w", err))
+		errs = append(errs, fmt.Errorf("shutdown: requests still in flight after --shutdown-timeout %v were cut off: %w", c.ShutdownTimeout, err))
 	}
 	envoy.stop(ctx)
 	<-reloadDone
