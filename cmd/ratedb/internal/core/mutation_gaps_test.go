@@ -88,18 +88,22 @@ func (s skewStore) Layered(ratedb.Algorithm, ...ratedb.Tier) (core.LayeredLimite
 	return nil, ratedb.ErrInvalidArgument
 }
 
-// A peek at exactly a window's end (by the core's clock) sees the next
-// window: windows are [start, end).
-func TestGapPeekAtWindowEnd(t *testing.T) {
+// A peek takes the window the store returned as it is: the store's clock,
+// by which its hits count, may lag the core's, and at the core's reading of
+// the window's end the store still counts in it. (Judged by the core's
+// clock, the window had ended: the peek reported 0 of 1 and fits, while a
+// hit would be denied.)
+func TestGapPeekTrustsTheStoresWindow(t *testing.T) {
 	end := t0.Add(time.Minute)
 	c := core.New(skewStore{skewWindow{end: end}}, core.Options{Clock: func() time.Time { return end }})
 	l := window("r", 1, time.Minute)
 	d, err := c.Decide(context.Background(), core.Check{Limit: l, Key: "k", Cost: 0})
 	require.NoError(t, err)
 	r := d.Results[0]
-	assert.True(t, r.Allowed, "the window holding 1 of 1 has ended")
-	assert.EqualValues(t, 0, r.Count)
-	assert.True(t, t0.Add(2*time.Minute).Equal(r.ResetAt), "the next window's end, got %v", r.ResetAt)
+	assert.False(t, r.Allowed, "the store's window holds 1 of 1")
+	assert.EqualValues(t, 1, r.Count)
+	assert.True(t, end.Equal(r.ResetAt), "the store's window's end, got %v", r.ResetAt)
+	assert.Zero(t, r.RetryAfter, "over by the core's clock")
 }
 
 // A layered peek binds the first of tiers with equal room, as

@@ -111,8 +111,14 @@ func layeredState(ctx context.Context, l LayeredLimiter, key string) ([]int64, [
 
 // tierState is one tier's state for a peek: count in the window ending at
 // end (zero: no window), and whether need more fits.
+//
+// A window the store returned is open by the store's clock, the one its
+// hits go by (Redis's TIME, the DB's clock): it is taken as it is, not
+// judged again by now, so that a core whose clock runs ahead of the store's
+// does not read a full window as one that has ended. now only places the
+// window a hit would open when the store has none.
 func tierState(t ratedb.Tier, alg ratedb.Algorithm, count int64, end time.Time, need int64, now time.Time) ratedb.TierResult {
-	if end.IsZero() || !end.After(now) {
+	if end.IsZero() {
 		count, end = 0, nextEnd(alg, t.Scale, now)
 	}
 	return ratedb.TierResult{

@@ -81,3 +81,30 @@ func TestRedisPeekReadsOneWindow(t *testing.T) {
 		t.Errorf("k reported count %d in a window ending %v: neither the first (%v) nor the second (%v)", r.Count, r.ResetAt, end1, end2)
 	}
 }
+
+// A look at a key takes the window Redis returned (open by Redis's TIME,
+// which its hits go by) as it is: an instance whose clock runs a window
+// ahead of Redis's must not read a full window as ended. It did, so a
+// hits_addend 0 probe of a full key answered OK with 0 counted.
+func TestRedisPeekOfAnInstanceAheadOfRedis(t *testing.T) {
+	addr, _ := proctest.StartRedis(t)
+	cl := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = cl.Close() })
+	s, err := redisstore.New(cl, &redisstore.Options{Timeout: 5 * time.Second}) // ServerClock
+	require.NoError(t, err)
+	ahead := core.New(redisstate.Store{S: s}, core.Options{Clock: func() time.Time { return time.Now().Add(10 * time.Second) }})
+	l := window("w", 3, 10*time.Second)
+	ctx := context.Background()
+	d, err := ahead.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 3})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+
+	d, err = ahead.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 0})
+	require.NoError(t, err)
+	r := d.Results[0]
+	assert.False(t, r.Allowed, "the key's window is full in Redis")
+	assert.EqualValues(t, 3, r.Count)
+	d, err = ahead.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 1})
+	require.NoError(t, err)
+	assert.False(t, d.Allowed, "a hit agrees with the probe")
+}
