@@ -146,6 +146,8 @@ func runServe(args []string, stderr io.Writer) error {
 	// before the final snapshot would then lose every count since the last
 	// one.
 	signal.Ignore(syscall.SIGPIPE)
+	// The signal handlers log as the service does (--log-format).
+	log := serve.NewLogger(&c, stderr)
 	// The first SIGTERM/SIGINT stops the service gracefully; a second one
 	// exits at once.
 	sig := make(chan os.Signal, 2)
@@ -155,7 +157,7 @@ func runServe(args []string, stderr io.Writer) error {
 		<-sig
 		close(stop)
 		<-sig
-		fmt.Fprintln(stderr, "ratedb serve: second signal: exiting at once")
+		log.Warn("second signal: exiting at once, without the final snapshot")
 		os.Exit(1)
 	}()
 	// SIGHUP reloads the Envoy config. Without --envoy-config there is
@@ -168,7 +170,7 @@ func runServe(args []string, stderr io.Writer) error {
 	go func() {
 		for range hup {
 			if c.Envoy.Config == "" {
-				fmt.Fprintln(stderr, "ratedb serve: SIGHUP: nothing to reload (no --envoy-config); ignored")
+				log.Info("SIGHUP: nothing to reload (no --envoy-config); ignored")
 				continue
 			}
 			select {

@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,7 +18,7 @@ import (
 func TestSIGHUPWithoutEnvoyConfigKeepsServing(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "s.db")
-	args := append(longWindow, "--default-limit", "10", "--snapshot-period", "1h")
+	args := append(longWindow, "--default-limit", "10", "--snapshot-period", "1h", "--log-format", "json")
 	s := start(t, db, args...)
 	for range 3 {
 		s.check("c", "/r")
@@ -27,6 +28,12 @@ func TestSIGHUPWithoutEnvoyConfigKeepsServing(t *testing.T) {
 	for !strings.Contains(s.stderr.String(), "SIGHUP: nothing to reload") {
 		require.True(t, time.Now().Before(deadline), "no log of the SIGHUP:\n%s", s.stderr)
 		time.Sleep(10 * time.Millisecond) // polling another process's log
+	}
+	for _, line := range strings.Split(strings.TrimSpace(s.stderr.String()), "\n") {
+		var rec map[string]any
+		if strings.Contains(line, "SIGHUP") {
+			require.NoError(t, json.Unmarshal([]byte(line), &rec), "the SIGHUP line follows --log-format json: %s", line)
+		}
 	}
 	assert.Equal(t, int64(6), s.check("c", "/r").Remain, "still serving, counts kept")
 	require.Equal(t, 0, s.stop(syscall.SIGTERM))

@@ -116,8 +116,9 @@ func parseLevel(s string) (slog.Level, error) {
 	return 0, fmt.Errorf("--log-level %q: use debug, info, warn or error", s)
 }
 
-// newLogger returns the service's logger writing to w.
-func newLogger(c *Config, w io.Writer) *slog.Logger {
+// NewLogger returns the service's logger writing to w, as --log-format and
+// --log-level ask (an invalid level, which Run refuses, logs at info).
+func NewLogger(c *Config, w io.Writer) *slog.Logger {
 	lvl, _ := parseLevel(c.LogLevel)
 	opts := &slog.HandlerOptions{Level: lvl}
 	if c.LogFormat == "json" {

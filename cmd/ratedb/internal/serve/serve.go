@@ -34,7 +34,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
-	log := newLogger(&c, stderr)
+	log := NewLogger(&c, stderr)
 	limit := c.DefaultLimit
 	def, err := rules.Build(rules.DefaultName, rules.Spec{
 		ClientID: "*", Route: "*", Algorithm: c.DefaultAlgorithm, Limit: &limit, Window: c.DefaultWindow.String(),
