@@ -215,7 +215,7 @@ func (s *Server) storeFailed(w http.ResponseWriter, r *http.Request, err error) 
 // byte: {"meta":{...},"data":{"status":"Allow","limit":100,"remain":99,"reset_in_second":41}}
 // plus "tiers" for a layered rule.
 func (s *Server) writeDecision(w http.ResponseWriter, rule *rules.Rule, d core.Decision) {
-	now := time.Now()
+	now := s.now()
 	code := http.StatusOK
 	if !d.Allowed {
 		code = s.opts.DenyStatus
@@ -255,16 +255,22 @@ func (s *Server) writeDecision(w http.ResponseWriter, rule *rules.Rule, d core.D
 		return
 	}
 	res := d.Results[0].Result
+	if !d.Allowed && res.RetryAfter > 0 {
+		// The store's own time of the decision (Redis's TIME, the DB's
+		// clock), so that reset_in_second and Retry-After agree whatever
+		// this host's clock reads.
+		now = res.ResetAt.Add(-res.RetryAfter)
+	}
 	b = append(b, `","limit":`...)
 	b = strconv.AppendInt(b, res.Limit, 10)
 	b = append(b, `,"remain":`...)
 	b = strconv.AppendInt(b, res.Remaining, 10)
 	b = append(b, `,"reset_in_second":`...)
-	b = strconv.AppendInt(b, ceilSeconds(res.ResetAt.Sub(now)), 10)
+	b = strconv.AppendInt(b, resetSeconds(res.ResetAt, now, res.Scale), 10)
 	if res.Tiers != nil {
 		b = append(b, `,"tiers":[`...)
 		for i, t := range res.Tiers {
-			b = appendTier(b, i, t.Limit, t.Remaining, ceilSeconds(t.ResetAt.Sub(now)), t.Scale)
+			b = appendTier(b, i, t.Limit, t.Remaining, resetSeconds(t.ResetAt, now, t.Scale), t.Scale)
 		}
 		b = append(b, ']')
 	}
@@ -273,6 +279,15 @@ func (s *Server) writeDecision(w http.ResponseWriter, rule *rules.Rule, d core.D
 		w.Header()["Retry-After"] = []string{strconv.FormatInt(max(1, ceilSeconds(res.RetryAfter)), 10)}
 	}
 	writeBytes(w, code, b)
+}
+
+// resetSeconds is the whole seconds from now until a window of scale ends
+// at end, rounded up: at least 1, since the store decided while the window
+// was open, and at most the scale, since no window ends more than one scale
+// after its decision (a store clock ahead of or behind now must not
+// announce a wait the window cannot have).
+func resetSeconds(end, now time.Time, scale time.Duration) int64 {
+	return min(max(1, ceilSeconds(end.Sub(now))), max(1, ceilSeconds(scale)))
 }
 
 // ceilSeconds is d in whole seconds, rounded up, never negative.

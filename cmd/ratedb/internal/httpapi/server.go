@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"time"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/keys"
@@ -35,16 +36,21 @@ type Options struct {
 
 // Server is the HTTP handler of the service. It is safe for concurrent use.
 type Server struct {
-	opts Options
-	mux  *http.ServeMux
+	opts  Options
+	mux   *http.ServeMux
+	start time.Time // wall and monotonic reading at New: see now
 }
+
+// now is the wall time at New plus Go's monotonic time since: like the
+// embedded DB's default clock, it follows no step of the wall clock.
+func (s *Server) now() time.Time { return s.start.Add(time.Since(s.start)) }
 
 // New returns the service's handler.
 func New(opts Options) *Server {
 	if opts.DenyStatus == 0 {
 		opts.DenyStatus = http.StatusOK
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux()}
+	s := &Server{opts: opts, mux: http.NewServeMux(), start: time.Now()}
 	s.mux.HandleFunc("/v1/check", s.check)
 	s.mux.HandleFunc("/v1/rules", s.listRules)
 	s.mux.HandleFunc("/v1/rules/match", s.matchRule)
