@@ -28,9 +28,13 @@ func TestGapToStatusCallerGaveUp(t *testing.T) {
 
 func TestGapUntilResetAtLeastOneSecond(t *testing.T) {
 	now := time.Unix(1000, 0)
-	assert.EqualValues(t, 1, untilReset(now, now).GetSeconds())
-	assert.EqualValues(t, 1, untilReset(now.Add(-time.Second), now).GetSeconds())
-	assert.EqualValues(t, 2, untilReset(now.Add(1001*time.Millisecond), now).GetSeconds())
+	at := func(end time.Time) ratedb.Result {
+		return ratedb.Result{Allowed: true, ResetAt: end, Scale: time.Minute}
+	}
+	assert.EqualValues(t, 1, untilReset(at(now), now).GetSeconds())
+	assert.EqualValues(t, 1, untilReset(at(now.Add(-time.Second)), now).GetSeconds())
+	assert.EqualValues(t, 2, untilReset(at(now.Add(1001*time.Millisecond)), now).GetSeconds())
+	assert.EqualValues(t, 60, untilReset(at(now.Add(time.Hour)), now).GetSeconds(), "at most the window")
 }
 
 // Only the entries a share_threshold matched are shared; the others keep

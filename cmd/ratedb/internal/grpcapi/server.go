@@ -307,7 +307,7 @@ func (s *Server) status(r *rule, results []decided, j int, now time.Time) *rlsv3
 	st := &rlsv3.RateLimitResponse_DescriptorStatus{
 		Code:               rlsv3.RateLimitResponse_OK,
 		CurrentLimit:       r.current,
-		DurationUntilReset: untilReset(res.ResetAt, now),
+		DurationUntilReset: untilReset(res.Result, now),
 	}
 	if res.Allowed {
 		st.LimitRemaining = uint32(min(max(res.Remaining, 0), math.MaxUint32))
@@ -317,12 +317,21 @@ func (s *Server) status(r *rule, results []decided, j int, now time.Time) *rlsv3
 	return st
 }
 
-// untilReset is the time from now to the window's end in whole seconds,
-// rounded up (at least 1), as envoyproxy/ratelimit reports it.
-func untilReset(end, now time.Time) *durationpb.Duration {
-	d := end.Sub(now)
+// untilReset is the time from now to the end of res's window in whole
+// seconds, rounded up, as envoyproxy/ratelimit reports it: at least 1, and
+// at most the window's length. The end is the store's (Redis's TIME, the
+// DB's clock, either of which may differ from now's): a denied res is
+// measured from the store's own time of the decision (ResetAt -
+// RetryAfter), and the bound keeps a skewed clock from announcing a wait
+// the window cannot have.
+func untilReset(res ratedb.Result, now time.Time) *durationpb.Duration {
+	if !res.Allowed && res.RetryAfter > 0 {
+		now = res.ResetAt.Add(-res.RetryAfter)
+	}
+	d := res.ResetAt.Sub(now)
 	secs := int64((d + time.Second - 1) / time.Second)
-	return &durationpb.Duration{Seconds: max(secs, 1)}
+	most := max(int64((res.Scale+time.Second-1)/time.Second), 1)
+	return &durationpb.Duration{Seconds: min(max(secs, 1), most)}
 }
 
 func validDescriptor(i int, d *ratelimitv3.RateLimitDescriptor) error {

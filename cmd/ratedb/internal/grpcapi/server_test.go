@@ -48,6 +48,13 @@ type fixture struct {
 
 func start(t *testing.T, opts *grpcapi.Options) *fixture {
 	t.Helper()
+	return startSkewed(t, opts, 0)
+}
+
+// startSkewed is start with the store's clock (the DB's and the core's)
+// skew ahead of the server's (negative: behind).
+func startSkewed(t *testing.T, opts *grpcapi.Options, skew time.Duration) *fixture {
+	t.Helper()
 	dir := t.TempDir()
 	names, err := filepath.Glob(filepath.Join(integrationDir, "*.yaml"))
 	require.NoError(t, err)
@@ -59,7 +66,8 @@ func start(t *testing.T, opts *grpcapi.Options) *fixture {
 	cfg, err := envoyconf.Load(dir)
 	require.NoError(t, err)
 	clock := func() time.Time { return now }
-	db, err := ratedb.Open(filepath.Join(t.TempDir(), "state.db"), &ratedb.Options{Clock: clock, MaxHotKeys: 10000})
+	storeClock := func() time.Time { return now.Add(skew) }
+	db, err := ratedb.Open(filepath.Join(t.TempDir(), "state.db"), &ratedb.Options{Clock: storeClock, MaxHotKeys: 10000})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	o := grpcapi.Options{Clock: clock}
@@ -67,7 +75,7 @@ func start(t *testing.T, opts *grpcapi.Options) *fixture {
 		o = *opts
 		o.Clock = clock
 	}
-	srv := grpcapi.New(core.New(core.DBStore{DB: db}, core.Options{Clock: clock}), cfg, &o)
+	srv := grpcapi.New(core.New(core.DBStore{DB: db}, core.Options{Clock: storeClock}), cfg, &o)
 	g, _ := grpcapi.NewGRPCServer(srv, nil)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
