@@ -153,7 +153,14 @@ func (c *coarseClock) run(stop <-chan struct{}) {
 func (db *DB) now() (int64, error) {
 	var t int64
 	if db.clock != nil {
-		t = db.clock().UnixMilli()
+		r := db.clock()
+		// UnixMilli is undefined (it wraps) for a reading whose Unix
+		// milliseconds do not fit in an int64, about 292 million years
+		// from 1970, and can wrap into range: bound the seconds first.
+		if s := r.Unix(); s < minTime/1000-1 || s >= maxTime/1000 {
+			return 0, fmt.Errorf("%w: the clock reads %s", ErrClockOutOfRange, r.UTC().Format(time.RFC3339Nano))
+		}
+		t = r.UnixMilli()
 	} else {
 		t = db.coarse.read()
 	}

@@ -323,3 +323,25 @@ func TestRefusedCallReloadsNothing(t *testing.T) {
 	assert.Equal(t, int64(2), r.Count)
 	assert.Equal(t, int64(1), db.Stats().Reloaded)
 }
+
+// A reading so far from 1970 that its Unix milliseconds do not fit in an
+// int64 is out of range too: time.Time.UnixMilli wraps for it, and these
+// two readings (in the years 584,556,019 and -584,552,051) wrap to
+// 1970-01-01T00:00:00.384Z and .616Z, which were taken as valid readings.
+func TestClockRangeBeyondUnixMilli(t *testing.T) {
+	for _, at := range []time.Time{
+		time.Unix(18_446_744_073_709_552, 0),  // UnixMilli wraps to 384
+		time.Unix(-18_446_744_073_709_551, 0), // UnixMilli wraps to 616
+	} {
+		c := newClock()
+		c.Set(at)
+		db := openDB(t, tempPath(t), testOptions(c))
+		w, err := db.Window(ratedb.FixedWindow, time.Second)
+		require.NoError(t, err)
+		_, err = w.Hit(ctx, "k", 1, 1)
+		assert.ErrorIs(t, err, ratedb.ErrClockOutOfRange, "Hit at Unix %d (UnixMilli %d)", at.Unix(), at.UnixMilli())
+		_, err = db.Clean()
+		assert.ErrorIs(t, err, ratedb.ErrClockOutOfRange, "Clean at Unix %d", at.Unix())
+		assert.Zero(t, db.Stats().WindowsInMemory, "a refused call changes nothing")
+	}
+}
