@@ -15,7 +15,9 @@ func (c *Core) observe(checks []Check, d Decision, start time.Time) {
 		}
 		r := d.Results[i]
 		name := ch.Limit.Name
-		obs.Checked(name, r.Allowed && (r.Counted || ch.Cost == 0))
+		// The check's own verdict, as its result reports it: a check that
+		// fit in a set another check denied is not a denial of its rule.
+		obs.Checked(name, r.Allowed)
 		if r.Counted && r.Count == ch.Cost {
 			obs.WindowOpened(name)
 		}
