@@ -67,10 +67,11 @@ type Stats struct {
 	// FileReadsAvoided counts look-ups of windows in the file (a key's
 	// first use since it left memory, or ever) that the presence filter
 	// answered without reading the file: no window of that key is there.
-	// PresenceFilterBytes is the size of that filter, in bytes: 1.5 to 6
-	// bytes per window the file held when it was built (and as much again
-	// while a new one is built); 0 until the first is built after Open,
-	// after a rebuild of a damaged file, and in memory-only mode.
+	// PresenceFilterBytes is the size of that filter, in bytes: at least
+	// 8 KiB, and beyond that 1.5 to 6 bytes per window the file held when
+	// it was built (and as much again while a new one is built); 0 until
+	// the first is built after Open, after a rebuild of a damaged file,
+	// and in memory-only mode.
 	FileReadsAvoided    int64
 	PresenceFilterBytes int64
 	// CacheReportsDropped counts sampled uses of hot windows (one in 16
