@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -53,4 +54,36 @@ ratedb_checks_total{decision="allow",rule="m.tight"} 1
 ratedb_checks_total{decision="deny",rule="m.loose"} 0
 ratedb_checks_total{decision="deny",rule="m.tight"} 1
 `), "ratedb_checks_total"))
+}
+
+// README: an Envoy request decided descriptor by descriptor is one check
+// request per descriptor for ratedb_check_duration_seconds and, failing
+// open, for ratedb_store_errors_total; a request decided together is one.
+func TestCheckRequestsOfIndependentRequests(t *testing.T) {
+	for _, independent := range []bool{false, true} {
+		m := metrics.New()
+		s := testServer(t, gapConfig, Options{Independent: independent}, core.Options{FailOpen: true, Observer: m},
+			func(st core.DBStore) core.Store { return downStore{st} })
+		resp, err := s.Check(context.Background(), &rlsv3.RateLimitRequest{Domain: "gap",
+			Descriptors: []*ratelimitv3.RateLimitDescriptor{gapDesc("k", "down1"), gapDesc("k", "down2"), gapDesc("k", "down3")}})
+		require.NoError(t, err)
+		require.Equal(t, rlsv3.RateLimitResponse_OK, resp.GetOverallCode(), "failed open")
+		want := 1
+		if independent {
+			want = 3
+		}
+		n, err := testutil.GatherAndCount(m.Registry(), "ratedb_check_duration_seconds")
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		mfs, err := m.Registry().Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			switch mf.GetName() {
+			case "ratedb_check_duration_seconds":
+				assert.EqualValues(t, want, mf.GetMetric()[0].GetHistogram().GetSampleCount(), "independent %v", independent)
+			case "ratedb_store_errors_total":
+				assert.EqualValues(t, want, mf.GetMetric()[0].GetCounter().GetValue(), "independent %v", independent)
+			}
+		}
+	}
 }
