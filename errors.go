@@ -17,8 +17,11 @@ var (
 	// empty or oversized key, a scale under one millisecond or not a whole
 	// number of milliseconds, an unknown algorithm, a negative limit or count,
 	// a non-positive increment or refund amount, an Inc whose increment would
-	// overflow the count (past 1<<63-1), an Undo of a Result its limiter did
-	// not give, a Layered limiter with no tier or more than 16, a nil
+	// overflow the count (past 1<<63-1), an Undo of a Result its limiter
+	// cannot have given (of another scale or scales, a Layered Result on a
+	// Window or the reverse; a Result of another limiter with the same
+	// scales is not detected), a Layered limiter with no tier or more than
+	// 16, a nil
 	// context, or an invalid Options field. A call that returns it changes
 	// nothing.
 	//
