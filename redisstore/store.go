@@ -233,11 +233,14 @@ func (s *Store) nowArg() (string, error) {
 		return "", nil
 	}
 	t := s.now()
-	if ms := t.UnixMilli(); ms < 0 || !t.Before(maxTime) {
+	if t.Before(minTime) || !t.Before(maxTime) { // not UnixMilli, which wraps far from 1970
 		return "", fmt.Errorf("%w: the clock reads %s", ratedb.ErrClockOutOfRange, t.UTC().Format(time.RFC3339Nano))
 	}
 	return strconv.FormatInt(t.UnixMilli(), 10), nil
 }
+
+// minTime is the first instant of the clock's range.
+var minTime = time.UnixMilli(0)
 
 // maxTime is the first instant past the clock's range.
 var maxTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
