@@ -5,10 +5,13 @@ package proctest
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -75,6 +78,100 @@ func StartRedis(t testing.TB) (addr string, kill func()) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("redis-server did not accept connections in 10s")
+		}
+		time.Sleep(10 * time.Millisecond) // polling an external process coming up
+	}
+}
+
+// StartCluster runs a throwaway 3-master Redis Cluster (no replicas, no
+// persistence) on loopback ports, joined with redis-cli --cluster create,
+// and returns its nodes' addresses once every node reports
+// cluster_state:ok. The servers are killed by t.Cleanup. Without
+// redis-server it skips, or fails under RATEDB_REQUIRE_REDIS=1, as
+// StartRedis.
+func StartCluster(t testing.TB) []string {
+	t.Helper()
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("RATEDB_REQUIRE_REDIS") == "1" {
+				t.Fatalf("%s is not on PATH and RATEDB_REQUIRE_REDIS=1", bin)
+			}
+			t.Skipf("%s is not on PATH", bin)
+		}
+	}
+	var addrs []string
+	for range 3 {
+		port := clusterPort(t)
+		dir := t.TempDir()
+		cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+			"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"),
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		waitListening(t, addr)
+		addrs = append(addrs, addr)
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, a := range addrs {
+		host, port, _ := net.SplitHostPort(a)
+		for {
+			out, err := exec.Command("redis-cli", "-h", host, "-p", port, "cluster", "info").Output()
+			if err == nil && strings.Contains(string(out), "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster not ok after 20s: %v %s", err, out)
+			}
+			time.Sleep(20 * time.Millisecond) // polling external processes agreeing
+		}
+	}
+	return addrs
+}
+
+// clusterPort returns a free loopback port whose cluster bus port (+10000)
+// is free too.
+func clusterPort(t testing.TB) int {
+	t.Helper()
+	free := func(p int) bool {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			return false
+		}
+		_ = l.Close()
+		return true
+	}
+	for range 100 {
+		p := 20000 + rand.IntN(10000)
+		if free(p) && free(p+10000) {
+			return p
+		}
+	}
+	t.Fatal("no free port pair found")
+	return 0
+}
+
+// waitListening waits until addr accepts connections, for up to 10 seconds.
+func waitListening(t testing.TB, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server on %s did not accept connections in 10s", addr)
 		}
 		time.Sleep(10 * time.Millisecond) // polling an external process coming up
 	}

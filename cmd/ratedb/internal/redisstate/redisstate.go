@@ -157,11 +157,20 @@ func (r RulesStorage) Update(f func([]rules.Stored) ([]rules.Stored, error)) err
 	defer cancel()
 	for range updateAttempts {
 		var inner error // the error the transaction's function returned
+		done := false   // the function ran and its EXEC wrote the rules
 		err := r.C.Watch(ctx, func(tx *redis.Tx) error {
 			inner = r.update(ctx, tx, f)
+			done = inner == nil
 			return inner
 		}, RulesKey)
 		switch {
+		case err == nil && !done:
+			// go-redis's ClusterClient.Watch returns nil without running
+			// the function when MOVED/ASK redirections outnumber
+			// MaxRedirects: while the key's slot migrates, WATCH on the
+			// old owner answers ASK, and on the new one, sent without
+			// ASKING, MOVED back. Nothing was written.
+			return fmt.Errorf("rules: updating %s in Redis: its Cluster slot is moving, nothing was written (%w)", RulesKey, ratedb.ErrUnavailable)
 		case errors.Is(err, redis.TxFailedErr):
 			// Another writer came first: read again, after a pause of up
 			// to a millisecond so that writers racing in step drift apart.
