@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -47,6 +48,11 @@ func NewClient(spec string) (redis.UniversalClient, error) {
 				}
 				base = o
 				a = o.Addr
+			} else if h, p, err := net.SplitHostPort(a); err != nil || h == "" || p == "" || strings.ContainsAny(a, "@/?#") {
+				// Never pass on a (go-redis would log it at every dial):
+				// "user:password@host:port" without a scheme is a
+				// password in the clear.
+				return nil, errors.New("--redis: a Cluster address is neither host:port nor a redis:// URL (credentials go in a redis:// URL)")
 			}
 			addrs = append(addrs, a)
 		}

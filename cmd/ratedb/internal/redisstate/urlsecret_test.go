@@ -9,7 +9,8 @@ import (
 )
 
 // A --redis URL that does not parse is reported without repeating any part
-// of it (it may hold a password). A password holding '/', '?' or '#' (a
+// of it (it may hold a password), and refused rather than dialled (go-redis
+// logs the address of a failed dial). A password holding '/', '?' or '#' (a
 // base64 secret holds '/') ends the URL's authority early, and url.Parse
 // then quotes the password as an "invalid port".
 func TestBadRedisURLDoesNotLeakThePassword(t *testing.T) {
@@ -18,6 +19,10 @@ func TestBadRedisURLDoesNotLeakThePassword(t *testing.T) {
 		"redis://user:Sup3rSecret#x@redis.internal:6379",
 		"redis://user:Sup3rSecret?x@redis.internal:6379",
 		"redis://a:1,redis://:Sup3rSecret/xyz@b:2",
+		// A Cluster address without a scheme: go-redis logged it at
+		// every failed dial.
+		"user:Sup3rSecret@a:1,b:2",
+		"a:1,:Sup3rSecret@b:2",
 	} {
 		_, err := redisstate.NewClient(spec)
 		require.Error(t, err, spec)
