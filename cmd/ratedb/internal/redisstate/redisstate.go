@@ -31,7 +31,10 @@ const Timeout = 100 * time.Millisecond
 // NewClient connects to the Redis deployment named by spec:
 // redis://[user:password@]host:port[/db] (or rediss:// for TLS) for one
 // server, or a comma-separated list of addresses (host:port or redis://
-// URLs) for a Cluster. It does not contact Redis.
+// URLs) for a Cluster. The URLs of a Cluster list must agree on the user,
+// password and TLS (they apply to every node) and name no database other
+// than 0 and no options: what a Cluster client cannot use is refused, not
+// dropped. It does not contact Redis.
 func NewClient(spec string) (redis.UniversalClient, error) {
 	if strings.Contains(spec, ",") {
 		var addrs []string
@@ -45,6 +48,19 @@ func NewClient(spec string) (redis.UniversalClient, error) {
 				o, err := redis.ParseURL(a)
 				if err != nil {
 					return nil, fmt.Errorf("--redis: %s", describeURLError(err))
+				}
+				// Only the user, password and TLS of the URLs apply to a
+				// Cluster: refuse what would otherwise be dropped.
+				u, _ := url.Parse(a) // parsed by ParseURL already
+				switch {
+				case o.Network != "tcp":
+					return nil, errors.New("--redis: a Cluster address must be host:port or a redis:// or rediss:// URL (not a unix socket)")
+				case o.DB != 0:
+					return nil, errors.New("--redis: a Redis Cluster has only database 0: a Cluster URL cannot name another")
+				case u == nil || u.RawQuery != "" || u.ForceQuery:
+					return nil, errors.New("--redis: options (?...) in a Cluster URL are not supported")
+				case base != nil && (o.Username != base.Username || o.Password != base.Password || (o.TLSConfig == nil) != (base.TLSConfig == nil)):
+					return nil, errors.New("--redis: the Cluster URLs disagree on the user, the password or TLS (redis:// or rediss://)")
 				}
 				base = o
 				a = o.Addr

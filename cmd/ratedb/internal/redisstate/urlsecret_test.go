@@ -29,3 +29,37 @@ func TestBadRedisURLDoesNotLeakThePassword(t *testing.T) {
 		assert.NotContains(t, err.Error(), "Sup3rSecret", spec)
 	}
 }
+
+// What a Cluster list's URLs say is used or refused, never silently
+// dropped: a database other than 0 (a Cluster has none, and another
+// deployment's rules and counts live in database 0), options, a unix
+// socket, and URLs that disagree on credentials or TLS (the last one's
+// applied to every node, so one rediss:// and one redis:// turned TLS off
+// for all).
+func TestClusterURLsAreUsedOrRefused(t *testing.T) {
+	for _, spec := range []string{
+		"redis://a:1/2,redis://b:2/2",
+		"redis://a:1?dial_timeout=1s,b:2",
+		"redis://a:1,redis://b:2?pool_size=1",
+		"rediss://:Sup3rSecret@a:1,redis://:Sup3rSecret@b:2",
+		"redis://:Sup3rSecret@a:1,redis://:Sup3rSecreu@b:2",
+		"redis://u1:Sup3rSecret@a:1,redis://u2:Sup3rSecret@b:2",
+		"unix:///tmp/redis.sock,a:1",
+	} {
+		c, err := redisstate.NewClient(spec)
+		if assert.Error(t, err, spec) {
+			assert.NotContains(t, err.Error(), "Sup3rSecret", spec)
+		} else {
+			_ = c.Close()
+		}
+	}
+	for _, spec := range []string{
+		"redis://:Sup3rSecret@a:1/0,redis://:Sup3rSecret@b:2",
+		"rediss://:Sup3rSecret@a:1,b:2,c:3",
+		"a:1,b:2",
+	} {
+		c, err := redisstate.NewClient(spec)
+		require.NoError(t, err, spec)
+		_ = c.Close()
+	}
+}
