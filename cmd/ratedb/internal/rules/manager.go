@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -182,6 +183,11 @@ func (m *Manager) change(edit func(byName map[string]*Rule, invalid map[string]S
 	})
 	if err != nil {
 		return err
+	}
+	if next == nil {
+		// A Storage whose Update returned without calling edit saved
+		// nothing: the served rules stay.
+		return errors.New("rules: the storage saved nothing (a change interrupted?); try again")
 	}
 	m.set.Store(next)
 	return nil

@@ -368,3 +368,28 @@ func TestReloadAppliesChangesAroundAnInvalidRule(t *testing.T) {
 	assert.False(t, ok)
 	require.NoError(t, m.Reload())
 }
+
+// silentStorage's Update returns without calling f or saving: a Storage
+// broken that way must not empty the served rules.
+type silentStorage struct{ rules.FileStorage }
+
+func (silentStorage) Update(func([]rules.Stored) ([]rules.Stored, error)) error { return nil }
+
+// A change whose Storage.Update saved nothing (never called the edit) is an
+// error, and the served rules stay: serving an empty set made every check
+// panic.
+func TestChangeTheStorageDidNotMakeKeepsTheRules(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	m, err := rules.NewManager(rules.FileStorage{Path: path}, defaultRule(t))
+	require.NoError(t, err)
+	_, err = m.Put(mustBuild(t, "a", "x", "*", 5, "1m"))
+	require.NoError(t, err)
+	broken, err := rules.NewManager(silentStorage{rules.FileStorage{Path: path}}, defaultRule(t))
+	require.NoError(t, err)
+	_, err = broken.Put(mustBuild(t, "b", "y", "*", 5, "1m"))
+	require.Error(t, err)
+	require.NotNil(t, broken.Current(), "a set is served")
+	mustGet(t, broken, "a")
+	r, _ := broken.Current().Match("nobody", "/r")
+	assert.Equal(t, rules.DefaultName, r.Name)
+}
