@@ -162,3 +162,26 @@ func TestRedisInvalidStoredRuleIsRepairedThroughTheAPI(t *testing.T) {
 	assert.Equal(t, int64(3), a2.check("g", "/r").Limit)
 	assert.Equal(t, int64(5), a2.check("o", "/r").Limit)
 }
+
+// The rules live in Redis: when Redis loses its data (a restart without
+// persistence, a flush), an instance falls back to the default rule at its
+// next reload, and says so in its log rather than silently.
+func TestRedisLostRulesAreLogged(t *testing.T) {
+	t.Parallel()
+	addr, _ := proctest.StartRedis(t)
+	args := []string{"--redis", "redis://" + addr + "/0", "--redis-timeout", "5s"}
+	a := start(t, filepath.Join(t.TempDir(), "unused.db"), args...)
+	code, _, body := a.do("PUT", "/v1/rules/vip", adminKey, `{"client_id":"vip","route":"*","limit":3,"window":"1h"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	assert.Equal(t, int64(3), a.check("vip", "/r").Limit)
+
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	require.NoError(t, c.FlushAll(context.Background()).Err())
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(a.stderr.String(), "none are stored any more") {
+		require.True(t, time.Now().Before(deadline), "no warning of the lost rules:\n%s", a.stderr)
+		time.Sleep(20 * time.Millisecond) // polling another process's periodic reload
+	}
+	assert.NotEqual(t, int64(3), a.check("vip", "/r").Limit, "the default rule applies")
+}

@@ -127,8 +127,14 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 					if testBeforeReload != nil {
 						testBeforeReload()
 					}
+					had := len(rm.Current().Rules())
 					if err := rm.Reload(); err != nil {
 						log.Warn("reloading the rules: what could not be read keeps its current version", "err", err)
+					}
+					if had > 0 && len(rm.Current().Rules()) == 0 {
+						// Every rule deleted, or Redis lost its data (a
+						// restart without persistence, a flush).
+						log.Warn("reloading the rules: none are stored any more; serving the default rule only", "had", had)
 					}
 				}
 			}
