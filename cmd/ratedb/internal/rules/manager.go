@@ -76,11 +76,13 @@ func invalidError(invalid map[string]Stored) error {
 // invalid: every rule of byName, and for each invalid one the version cur
 // serves, if any (the last version of it this process could build), so that
 // a rule edited by hand or by another version does not vanish, and the
-// instances sharing a storage serve the same rules.
+// instances sharing a storage serve the same rules. A stored rule under a
+// reserved name ("default") has no such version: the default rule is not
+// one (cur.Get would return it).
 func served(byName map[string]*Rule, invalid map[string]Stored, cur *Set) []*Rule {
 	out := slices.Collect(maps.Values(byName))
 	for name := range invalid {
-		if r, ok := cur.Get(name); ok {
+		if r, ok := cur.byName[name]; ok {
 			out = append(out, r)
 		}
 	}
