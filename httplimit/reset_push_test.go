@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -134,4 +135,47 @@ func TestUndoKeepsReaderFrom(t *testing.T) {
 	h.ServeHTTP(rw, r)
 	assert.Equal(t, int64(4), rw.readFrom, "the copy went through the underlying ReadFrom")
 	assert.Equal(t, http.StatusOK, seen)
+}
+
+// Over a writer without ReadFrom (HTTP/2's, or another middleware's), an
+// io.Copy that copies nothing writes nothing: the status is still the one
+// the handler writes next, as with Write, not 200.
+func TestUndoReadFromOfNothingWritesNoStatus(t *testing.T) {
+	clock := newClock(t0)
+	db := openDB(t, clock)
+	var seen int
+	o := &httplimit.Options{Clock: clock.Now, Undo: func(_ *http.Request, status int) bool { seen = status; return false }}
+	m, err := httplimit.New(httplimit.Window(fixedMinute(t, db), 10), o)
+	require.NoError(t, err)
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.Copy(w, struct{ io.Reader }{strings.NewReader("")})
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	rw := &plainWriter{h: http.Header{}}
+	r, _ := http.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "192.0.2.1:1"
+	h.ServeHTTP(rw, r)
+	assert.Equal(t, http.StatusServiceUnavailable, rw.status, "the response's status")
+	assert.Equal(t, http.StatusServiceUnavailable, seen, "the status Undo sees")
+}
+
+// The same through net/http's own writer, which has ReadFrom: an empty copy
+// writes no header there either, and the client gets the handler's 503.
+func TestUndoReadFromOfNothingOverNetHTTP(t *testing.T) {
+	clock := newClock(t0)
+	db := openDB(t, clock)
+	seen := make(chan int, 1)
+	o := &httplimit.Options{Clock: clock.Now, Undo: func(_ *http.Request, status int) bool { seen <- status; return false }}
+	m, err := httplimit.New(httplimit.Window(fixedMinute(t, db), 10), o)
+	require.NoError(t, err)
+	srv := httptest.NewServer(m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.Copy(w, struct{ io.Reader }{strings.NewReader("")})
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "the response's status")
+	assert.Equal(t, http.StatusServiceUnavailable, <-seen, "the status Undo sees")
 }

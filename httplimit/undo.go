@@ -79,16 +79,25 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 // ReadFrom copies src to the response with the underlying writer's
 // ReadFrom if it has one (net/http's sends a file with sendfile), so that
-// io.Copy and http.ServeContent keep their fast path; else as Write does.
-func (w *statusWriter) ReadFrom(src io.Reader) (int64, error) {
-	if w.status == 0 {
+// io.Copy and http.ServeContent keep their fast path; else through Write.
+// As with Write, a copy that writes something records 200; one that
+// copies nothing writes no status (net/http's writer, with or without
+// ReadFrom, writes none either), so the handler's next WriteHeader is the
+// response's.
+func (w *statusWriter) ReadFrom(src io.Reader) (n int64, err error) {
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(writeOnly{w.ResponseWriter}, src)
+	}
+	if n > 0 && w.status == 0 {
 		w.status = http.StatusOK
 	}
-	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
-		return rf.ReadFrom(src)
-	}
-	return io.Copy(w.ResponseWriter, src)
+	return n, err
 }
+
+// writeOnly hides a writer's other methods from io.Copy.
+type writeOnly struct{ io.Writer }
 
 // Flush sends buffered data, as the underlying writer's Flush does (if it
 // has none, nothing happens, and no status is recorded: the handler's next
