@@ -384,9 +384,10 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 				// Answering the undo's error would let FailOpen (or a
 				// caller that lets requests through on UNAVAILABLE) admit
 				// it. The hits not undone stay counted and are reported
-				// Counted; the failure reaches the observer.
+				// Counted; the failure reaches the observer, labelled
+				// as every store error of a set is (Decide).
 				if obs := c.opts.Observer; obs != nil {
-					obs.StoreError(ch.Limit.Name)
+					obs.StoreError(checks[0].Limit.Name)
 				}
 			}
 			return d, nil
