@@ -89,10 +89,19 @@ func storedInt(s string, signed, canonical bool) (int64, bool) {
 		}
 	}
 	x, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || canonical && strconv.FormatInt(x, 10) != s {
+	if err != nil || canonical && (strconv.FormatInt(x, 10) != s || !exactDouble(x)) {
 		return 0, false
 	}
 	return x, true
+}
+
+// exactDouble reports whether x is a double exactly: the scripts' Lua reads
+// a number as a double, and load refuses a value of several tiers that
+// does not format back as it is stored (9007199254740993, 2^53+1, reads as
+// 9007199254740992).
+func exactDouble(x int64) bool {
+	f := float64(x)
+	return f < 1<<63 && int64(f) == x
 }
 
 // capEnd caps a window's end at one scale after now, as the scripts do

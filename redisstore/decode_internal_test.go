@@ -47,17 +47,19 @@ func FuzzDecodeRead(f *testing.F) {
 				t.Fatalf("tier %d: %+v ends more than its scale %d after now %d", i, s, scales[i], now)
 			}
 		}
-		// Round trip of what the scripts write.
+		// Round trip of what the scripts write (numbers that are doubles:
+		// Lua's are).
+		endAt := func(i int) int64 { return int64(float64(now/2 + int64(i))) }
 		parts := make([]string, 0, 2*tiers)
 		for i := 0; i < tiers; i++ {
-			parts = append(parts, fmt.Sprint(int64(i)*7), fmt.Sprint(now/2+int64(i)))
+			parts = append(parts, fmt.Sprint(int64(i)*7), fmt.Sprint(endAt(i)))
 		}
 		ts, err = decodeRead([]any{now, strings.Join(parts, ",")}, scales)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, s := range ts {
-			if end := now/2 + int64(i); end > now && (s.count != int64(i)*7 || s.end != capEnd(end, now, scales[i])) {
+			if end := endAt(i); end > now && (s.count != int64(i)*7 || s.end != capEnd(end, now, scales[i])) {
 				t.Fatalf("tier %d: %+v", i, s)
 			}
 		}

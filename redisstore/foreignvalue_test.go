@@ -31,6 +31,9 @@ func TestForeignValueIsAnErrorNotAReset(t *testing.T) {
 			{"+5," + future, "+5," + future + ",1," + future},
 			{"5,+" + future, "5,+" + future + ",1," + future},
 			{"5," + future + " ", "05," + future + ",1," + future},
+			// Lua reads 2^53+1 as 2^53: a value of several tiers holding
+			// it does not format back as stored.
+			{"9007199254740993", "9007199254740993," + future + ",1," + future},
 		} {
 			val, lVal := vals[0], vals[1]
 			t.Run(fmt.Sprintf("dedup=%v/%q", dedup, val), func(t *testing.T) {
