@@ -35,8 +35,9 @@ type Options struct {
 	// even when another descriptor of the same request is over its limit.
 	// Default false: a request's descriptors are decided all-or-nothing.
 	Independent bool
-	// Clock is the time duration_until_reset is measured from. Default
-	// time.Now.
+	// Clock is the time duration_until_reset is measured from. Default:
+	// the wall time at New plus the monotonic time since, which follows no
+	// step of the wall clock.
 	Clock func() time.Time
 	// Logger receives config reload messages (never descriptor values).
 	// Default slog.Default().
@@ -76,7 +77,10 @@ func New(c *core.Core, cfg *envoyconf.Config, opts *Options) *Server {
 		s.opts = *opts
 	}
 	if s.opts.Clock == nil {
-		s.opts.Clock = time.Now
+		// The wall time at New plus Go's monotonic time since, as the HTTP
+		// API measures reset_in_second: it follows no wall-clock step.
+		start := time.Now()
+		s.opts.Clock = func() time.Time { return start.Add(time.Since(start)) }
 	}
 	if s.opts.Logger == nil {
 		s.opts.Logger = slog.Default()

@@ -154,8 +154,10 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
 	var errs []error
-	if err := srv.Shutdown(ctx); err != nil {
+	if err := srv.Shutdown(ctx); errors.Is(err, context.DeadlineExceeded) {
 		errs = append(errs, fmt.Errorf("shutdown: requests still in flight after --shutdown-timeout %v were cut off: %w", c.ShutdownTimeout, err))
+	} else if err != nil {
+		errs = append(errs, fmt.Errorf("shutdown: %w", err))
 	}
 	envoy.stop(ctx)
 	<-reloadDone
