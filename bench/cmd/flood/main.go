@@ -18,7 +18,12 @@ import (
 	"github.com/ratedb/ratedb/bench"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run is the command; it returns the exit status, 1 for an error or a wrong
+// count, once its deferred clean-up (the profile, the temporary directory)
+// has run.
+func run() (code int) {
 	keys := flag.Int("keys", 20_000_000, "distinct new keys, each hit once")
 	hot := flag.Int64("maxhot", 1_000_000, "ratedb Options.MaxHotKeys")
 	backlog := flag.Int64("backlog", 0, "ratedb Options.MaxSnapshotBacklog (0: its default, 262,144)")
@@ -45,28 +50,30 @@ func main() {
 	r, err := bench.Flood(d, *keys, *hot, *backlog, *g, log.Printf)
 	if err != nil {
 		log.Print(err)
-		defer os.Exit(1)
+		code = 1
+	}
+	if r.Mismatched != 0 {
+		log.Printf("flood: %d keys' counts are wrong", r.Mismatched)
+		code = 1
 	}
 	if *memprofile != "" {
 		f, err := os.Create(*memprofile)
 		if err != nil {
-			log.Fatal(err)
+			log.Print(err)
+			return 1
 		}
 		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-			log.Fatal(err)
+			log.Print(err)
+			code = 1
 		}
 		_ = f.Close()
 	}
-	defer func() {
-		if r.Mismatched != 0 {
-			log.Fatalf("flood: %d keys' counts are wrong", r.Mismatched)
-		}
-	}()
 	if *asJSON {
 		b, _ := json.MarshalIndent(r, "", "  ")
 		fmt.Println(string(b))
-		return
+		return code
 	}
 	fmt.Printf("flood: %d new keys, MaxHotKeys %d, MaxSnapshotBacklog %d (0: default), %d goroutines: %.0f hits/s (%v), peak anon RSS %d MiB, peak RSS %d MiB, peak windows in memory %d, slowest sampled hit %v; verified %d exact, %d wrong (%v)\n",
 		r.Keys, r.MaxHotKeys, r.Backlog, r.Goroutines, r.HitsPerSec, r.HitTime, r.PeakAnonRSS>>20, r.PeakRSS>>20, r.PeakWindowsInMemory, r.Slowest, r.Verified, r.Mismatched, r.VerifyTime)
+	return code
 }
