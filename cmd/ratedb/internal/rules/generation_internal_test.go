@@ -18,8 +18,8 @@ func TestRuleCreatedAgainStartsNewWindows(t *testing.T) {
 	def := gapRule(t, DefaultName, Spec{ClientID: "*", Route: "*", Limit: gapLimit(1), Window: "1m"})
 	m, err := NewManager(FileStorage{Path: filepath.Join(t.TempDir(), "r.json")}, def)
 	require.NoError(t, err)
-	ms := int64(1_795_000_000_000)
-	m.now = func() time.Time { return time.UnixMilli(ms) }
+	ms := int64(1_795_000_000_000_000) // µs
+	m.now = func() time.Time { return time.UnixMicro(ms) }
 	var keys []string
 	put := func(window string) {
 		t.Helper()

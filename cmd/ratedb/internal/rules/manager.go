@@ -121,8 +121,11 @@ func (m *Manager) Import(rs []*Rule) (created bool, err error) {
 			case !ok && !wasInvalid:
 				// A new rule's windows are its own: under the name of
 				// a deleted rule, it must not find that rule's counts
-				// (a deleted rule's last generation is not kept).
-				gen = m.now().UnixMilli()
+				// (a deleted rule's last generation is not kept). In
+				// microseconds, the deleted rule's generations (its
+				// creation plus one a window change, each change a
+				// saved transaction) stay below it.
+				gen = m.now().UnixMicro()
 			case ok:
 				gen = old.Generation
 				if !old.sameCounters(r) {

@@ -39,7 +39,7 @@ func TestGapLayeredChangeBumpsGeneration(t *testing.T) {
 	def := gapRule(t, DefaultName, Spec{ClientID: "*", Route: "*", Limit: gapLimit(1), Window: "1m"})
 	m, err := NewManager(FileStorage{Path: filepath.Join(t.TempDir(), "r.json")}, def)
 	require.NoError(t, err)
-	m.now = func() time.Time { return time.UnixMilli(1000) }
+	m.now = func() time.Time { return time.UnixMicro(1000) }
 	_, err = m.Put(gapRule(t, "a", Spec{ClientID: "c", Route: "r", Limit: gapLimit(5), Window: "1m"}))
 	require.NoError(t, err)
 	_, err = m.Put(gapRule(t, "a", Spec{ClientID: "c", Route: "r", Tiers: []TierSpec{{Limit: gapLimit(5), Window: "1m"}}}))

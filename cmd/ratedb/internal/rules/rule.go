@@ -65,7 +65,7 @@ type Rule struct {
 	// or the tiers of a layered one.
 	Tiers   []ratedb.Tier
 	Layered bool
-	// Generation is the time the rule was created, in Unix milliseconds,
+	// Generation is the time the rule was created, in Unix microseconds,
 	// and grows by one each time the rule's algorithm or windows change (a
 	// limit-only change keeps it). It is part of every counted key, so such
 	// a change starts new windows, and so does a rule created again under
