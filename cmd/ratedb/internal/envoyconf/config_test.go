@@ -301,6 +301,21 @@ func TestStampChangesWithFiles(t *testing.T) {
 	assert.Empty(t, envoyconf.Stamp(filepath.Join(dir, "missing")))
 }
 
+// A new version with the old one's size and mtime (Nix store files all
+// have mtime 1; `cp -p`, SOURCE_DATE_EPOCH) changes the stamp.
+func TestStampSeesContentWithSameSizeAndMtime(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "a.yaml")
+	write := func(data string) {
+		require.NoError(t, os.WriteFile(f, []byte(data), 0o600))
+		require.NoError(t, os.Chtimes(f, time.Unix(1, 0), time.Unix(1, 0)))
+	}
+	write("domain: a\n")
+	s1 := envoyconf.Stamp(dir)
+	write("domain: b\n")
+	assert.NotEqual(t, s1, envoyconf.Stamp(dir))
+}
+
 func TestUnits(t *testing.T) {
 	const day = 24 * time.Hour
 	cases := []struct {

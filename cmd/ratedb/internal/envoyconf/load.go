@@ -1,6 +1,7 @@
 package envoyconf
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"io/fs"
@@ -45,9 +46,13 @@ func LoadWith(path string, o LoadOptions) (*Config, error) {
 	return ParseWith(files, o)
 }
 
-// Stamp summarises the files under path (names, sizes, modification times)
-// so that a poller can tell when to reload: two equal stamps mean nothing
-// visible changed. It returns "" when path cannot be read.
+// Stamp summarises the files under path (names, sizes, modification times
+// and contents) so that a poller can tell when to reload: two equal stamps
+// mean nothing visible changed. The contents count because a new version
+// may keep the old one's size and mtime: a file of the Nix store (every
+// mtime is 1), a reproducible tarball's (SOURCE_DATE_EPOCH), `cp -p`'s, or
+// two writes within a filesystem's timestamp granularity. It returns ""
+// when path cannot be listed or a file's metadata cannot be read.
 func Stamp(path string) string { return StampWith(path, LoadOptions{}) }
 
 // StampWith is Stamp of the files LoadWith(path, o) reads.
@@ -63,6 +68,13 @@ func StampWith(path string, o LoadOptions) string {
 			return ""
 		}
 		fmt.Fprintf(&b, "%s\x00%d\x00%d\x00", f.path, fi.Size(), fi.ModTime().UnixNano())
+		if data, err := readLimited(f); err != nil {
+			// Unreadable (the load fails): the stamp changes when it
+			// becomes readable.
+			fmt.Fprintf(&b, "error %v\x00", err)
+		} else {
+			fmt.Fprintf(&b, "%x\x00", sha256.Sum256(data))
+		}
 	}
 	return b.String()
 }

@@ -58,8 +58,16 @@ type proc struct {
 // loopback port 0 and extra flags, and waits until both listeners are up.
 func startProc(t *testing.T, db string, extra ...string) *proc {
 	t.Helper()
+	return startProcWith(t, nil, db, extra...)
+}
+
+// startProcWith is startProc with attr (nil: the test's own) for the
+// process, to run it as another user.
+func startProcWith(t *testing.T, attr *syscall.SysProcAttr, db string, extra ...string) *proc {
+	t.Helper()
 	args := append([]string{"serve", "--db", db, "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--log-format", "json"}, extra...)
 	cmd := exec.Command(binary, args...)
+	cmd.SysProcAttr = attr
 	cmd.Env = append(os.Environ(), "RATEDB_API_KEYS=e2e-client-key-0123456789", "RATEDB_ADMIN_KEYS="+adminKey)
 	pr, pw := io.Pipe()
 	p := &proc{cmd: cmd, logs: &proctest.SyncBuffer{}, exited: make(chan struct{})}
