@@ -55,6 +55,10 @@ func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	return conf, nil
 }
 
+// MaxHeaderListSize is the most request header (metadata) bytes a gRPC call
+// may carry, counted as HTTP/2 does (name, value and 32 bytes per field).
+const MaxHeaderListSize = 16 << 10
+
 // NewGRPCServer returns a gRPC server with s registered as the v3
 // RateLimitService and a grpc.health.v1 service reporting SERVING for ""
 // and for envoy.service.ratelimit.v3.RateLimitService. Call the returned
@@ -63,6 +67,10 @@ func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 func NewGRPCServer(s *Server, tlsConf *tls.Config) (*grpc.Server, *health.Server) {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(1 << 20),
+		// Request headers (metadata) as the HTTP API bounds them: grpc-go's
+		// default of 16 MiB is outside MaxRecvMsgSize, and a health Watch
+		// stream keeps its headers for as long as its client likes.
+		grpc.MaxHeaderListSize(MaxHeaderListSize),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
 	if tlsConf != nil {
