@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 )
 
 // ErrTLSConfig is returned (wrapped) by TLSConfig for an incomplete or
@@ -62,9 +65,9 @@ const MaxHeaderListSize = 16 << 10
 // NewGRPCServer returns a gRPC server with s registered as the v3
 // RateLimitService and a grpc.health.v1 service reporting SERVING for ""
 // and for envoy.service.ratelimit.v3.RateLimitService. Call the returned
-// health server's Shutdown before stopping to report NOT_SERVING. tlsConf
-// nil serves plaintext.
-func NewGRPCServer(s *Server, tlsConf *tls.Config) (*grpc.Server, *health.Server) {
+// health server's Shutdown before stopping to report NOT_SERVING and end
+// the Watch streams. tlsConf nil serves plaintext.
+func NewGRPCServer(s *Server, tlsConf *tls.Config) (*grpc.Server, *Health) {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(1 << 20),
 		// Request headers (metadata) as the HTTP API bounds them: grpc-go's
@@ -78,7 +81,7 @@ func NewGRPCServer(s *Server, tlsConf *tls.Config) (*grpc.Server, *health.Server
 	}
 	g := grpc.NewServer(opts...)
 	rlsv3.RegisterRateLimitServiceServer(g, s)
-	h := health.NewServer()
+	h := &Health{Server: health.NewServer(), stopping: make(chan struct{})}
 	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	h.SetServingStatus(rlsv3.RateLimitService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	// envoyproxy/ratelimit's name (its src/server/server_impl.go), which
@@ -86,4 +89,43 @@ func NewGRPCServer(s *Server, tlsConf *tls.Config) (*grpc.Server, *health.Server
 	h.SetServingStatus("ratelimit", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(g, h)
 	return g, h
+}
+
+// Health is grpc.health.v1 with statuses that change only at Shutdown. Its
+// Watch streams end at Shutdown, after reporting NOT_SERVING: grpc-go's
+// own Watch lasts until its client ends it, and a graceful stop waits for
+// every call, so one watcher (anyone who reaches the port) would hold the
+// stop, and the final snapshot after it, until --shutdown-timeout.
+type Health struct {
+	*health.Server
+	stopping chan struct{}
+	once     sync.Once
+}
+
+// Shutdown reports NOT_SERVING for every service and ends the Watch
+// streams.
+func (h *Health) Shutdown() {
+	h.Server.Shutdown()
+	h.once.Do(func() { close(h.stopping) })
+}
+
+// Watch sends the service's status, then, at Shutdown (at once if it has
+// begun), NOT_SERVING if it sent SERVING, and ends the stream.
+func (h *Health) Watch(req *healthpb.HealthCheckRequest, stream healthpb.Health_WatchServer) error {
+	st := healthpb.HealthCheckResponse_SERVICE_UNKNOWN
+	if resp, err := h.Check(stream.Context(), req); err == nil {
+		st = resp.GetStatus()
+	}
+	if err := stream.Send(&healthpb.HealthCheckResponse{Status: st}); err != nil {
+		return err
+	}
+	select {
+	case <-stream.Context().Done():
+		return status.Error(codes.Canceled, "stream has ended")
+	case <-h.stopping:
+	}
+	if st != healthpb.HealthCheckResponse_SERVING {
+		return nil // unknown, or already told NOT_SERVING
+	}
+	return stream.Send(&healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_NOT_SERVING})
 }
