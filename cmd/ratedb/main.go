@@ -21,6 +21,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -71,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
-		fmt.Fprintf(stderr, "ratedb: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "ratedb: unknown command %s\n\n%s", shownArg(args[0]), usage)
 		return 2
 	}
 	switch {
@@ -87,6 +89,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 var errUsage = errors.New("usage")
+
+// shownArg quotes a stray argument for a usage error, unless it may hold a
+// password ("redis://user:password@host", or the same without the scheme):
+// usage errors go to stderr, the service's log.
+func shownArg(a string) string {
+	if strings.Contains(a, "@") {
+		return "(not shown: it holds '@', as a password in a URL would)"
+	}
+	return strconv.Quote(a)
+}
 
 func runServe(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -131,7 +143,7 @@ func runServe(args []string, stderr io.Writer) error {
 		return errUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "ratedb serve: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "ratedb serve: unexpected argument %s\n", shownArg(fs.Arg(0)))
 		return errUsage
 	}
 	c.Given = map[string]bool{}
