@@ -18,6 +18,7 @@ import (
 	"github.com/ratedb/ratedb"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/envoyconf"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/logthrottle"
 )
 
 // Request bounds: Envoy sends a handful of descriptors of a few entries.
@@ -65,6 +66,7 @@ type Server struct {
 	opts      Options
 	cfg       atomic.Pointer[compiled]
 	overrides overrides
+	storeLog  logthrottle.Throttle // of the "store failed" lines
 }
 
 var _ rlsv3.RateLimitServiceServer = (*Server)(nil)
@@ -82,6 +84,7 @@ func New(c *core.Core, cfg *envoyconf.Config, opts *Options) *Server {
 		start := time.Now()
 		s.opts.Clock = func() time.Time { return start.Add(time.Since(start)) }
 	}
+	s.storeLog.Now = s.opts.Clock
 	if s.opts.Logger == nil {
 		s.opts.Logger = slog.Default()
 	}
@@ -108,7 +111,11 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 	if err != nil {
 		st := toStatus(err)
 		if status.Code(st) == codes.Unavailable {
-			s.opts.Logger.Warn("envoy rate limit: store failed", "err", err)
+			// One line a second: while the store is down every call
+			// fails, and a line each would let callers fill the log.
+			if ok, held := s.storeLog.Allow(); ok {
+				s.opts.Logger.Warn("envoy rate limit: store failed", "err", err, "similar_lines_held_back", held)
+			}
 		}
 		return nil, st
 	}

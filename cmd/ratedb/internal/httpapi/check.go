@@ -203,7 +203,11 @@ func (s *Server) storeFailed(w http.ResponseWriter, r *http.Request, err error) 
 	if r.Context().Err() != nil {
 		return // the client went away
 	}
-	s.opts.Logger.Error("check failed: the store failed", "err", err)
+	// One line a second: while the store is down every check fails, and
+	// a line each would let clients fill the log.
+	if ok, held := s.storeLog.Allow(); ok {
+		s.opts.Logger.Error("check failed: the store failed", "err", err, "similar_lines_held_back", held)
+	}
 	msg := "the store failed; no decision was made"
 	if errors.Is(err, ratedb.ErrUnavailable) {
 		msg = "the store is unavailable; no decision was made"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/keys"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/logthrottle"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
 )
 
@@ -39,6 +40,8 @@ type Server struct {
 	opts  Options
 	mux   *http.ServeMux
 	start time.Time // wall and monotonic reading at New: see now
+
+	storeLog logthrottle.Throttle // of the "store failed" lines
 }
 
 // now is the wall time at New plus Go's monotonic time since: like the
@@ -51,6 +54,7 @@ func New(opts Options) *Server {
 		opts.DenyStatus = http.StatusOK
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), start: time.Now()}
+	s.storeLog.Now = s.now
 	s.mux.HandleFunc("/v1/check", s.check)
 	s.mux.HandleFunc("/v1/rules", s.listRules)
 	s.mux.HandleFunc("/v1/rules/match", s.matchRule)
