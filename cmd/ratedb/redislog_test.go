@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 	"github.com/stretchr/testify/assert"
@@ -15,16 +16,25 @@ import (
 // With --log-format json every line the service writes to stderr is a JSON
 // object, also while Redis is down: the Redis client's own messages (a
 // failed dial) go through the service's logger, not straight to stderr in
-// go-redis's "redis: DATE FILE:LINE: ..." format.
+// go-redis's "redis: DATE FILE:LINE: ..." format. And requests that fail
+// while Redis is down do not write a line each: the log gets about one a
+// second of each kind.
 func TestRedisDownLogsAreJSON(t *testing.T) {
 	t.Parallel()
 	addr, kill := proctest.StartRedis(t)
 	s := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", "redis://"+addr+"/0", "--log-format", "json")
 	assert.Equal(t, "Allow", s.check("c", "/r").Status)
 	kill()
-	code, _, body := s.do("POST", "/v1/check", clientKey, `{"client_id":"c","route":"/r"}`)
-	require.Equal(t, http.StatusServiceUnavailable, code, body)
-	code, _, _ = s.do("GET", "/readyz", "", "")
+	start := time.Now()
+	for range 30 {
+		code, _, body := s.do("POST", "/v1/check", clientKey, `{"client_id":"c","route":"/r"}`)
+		require.Equal(t, http.StatusServiceUnavailable, code, body)
+	}
+	most := 1 + int(time.Since(start)/time.Second) // one line a second of each kind
+	t.Logf("after 30 failed checks: %d store lines, %d Redis client lines", strings.Count(s.stderr.String(), "store failed"), strings.Count(s.stderr.String(), "redis client"))
+	assert.LessOrEqual(t, strings.Count(s.stderr.String(), "store failed"), most, "a line a failed check")
+	assert.LessOrEqual(t, strings.Count(s.stderr.String(), "redis client"), most, "a Redis client line a failed check")
+	code, _, _ := s.do("GET", "/readyz", "", "")
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	s.stop(15) // SIGTERM
 	for _, line := range strings.Split(strings.TrimSpace(s.stderr.String()), "\n") {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/ratedb/ratedb"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/logthrottle"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/redisstate"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
 	"github.com/ratedb/ratedb/ratedbprom"
@@ -66,14 +67,21 @@ func openState(c *Config, log *slog.Logger) (*state, error) {
 // redisLogger passes go-redis's own messages (a failed dial, a cluster
 // state reload) to the service's logger, so that they follow --log-format
 // and --log-level instead of going to stderr in go-redis's format.
-type redisLogger struct{ log *slog.Logger }
+// At most one line a second gets through: a failed dial is logged for each
+// request that tries one while Redis is down.
+type redisLogger struct {
+	log      *slog.Logger
+	throttle logthrottle.Throttle
+}
 
-func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	l.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
+func (l *redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if ok, held := l.throttle.Allow(); ok {
+		l.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...), "similar_lines_held_back", held)
+	}
 }
 
 func openRedis(c *Config, log *slog.Logger) (*state, error) {
-	redis.SetLogger(redisLogger{log})
+	redis.SetLogger(&redisLogger{log: log})
 	client, err := redisstate.NewClient(c.Redis)
 	if err != nil {
 		return nil, err
