@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ratedb/ratedb"
 	bolt "go.etcd.io/bbolt"
@@ -79,10 +80,21 @@ func Compact(path string) (CompactResult, error) {
 	if after, err := os.Stat(path); err != nil || !os.SameFile(before, after) {
 		return res, fmt.Errorf("%s: the file was replaced while compact waited for its lock: %w", path, ErrInUse)
 	}
-	tmp := path + ".compact"
-	_ = os.Remove(tmp)
+	// The new file gets a name of its own, created exclusively: a fixed
+	// name, removed and then opened, would let anyone who can write to the
+	// directory plant a symbolic link there in between, and bbolt would
+	// follow it. Files of earlier compacts cut short are removed first (this
+	// one holds the lock, so no other is under way).
+	removeCompactLeftovers(path)
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".compact-*")
+	if err != nil {
+		return res, err
+	}
+	tmp := f.Name()
+	_ = f.Close()
 	dst, err := bolt.Open(tmp, st.Mode().Perm(), nil)
 	if err != nil {
+		os.Remove(tmp)
 		return res, err
 	}
 	if err := sameOwnerAndMode(tmp, st); err != nil {
@@ -116,6 +128,25 @@ func Compact(path string) (CompactResult, error) {
 		res.After = st.Size()
 	}
 	return res, nil
+}
+
+// removeCompactLeftovers removes the regular files that compacts of the
+// file at path cut short left beside it: "<name>.compact-*", and
+// "<name>.compact" of earlier versions. Names are matched as strings, not as
+// a glob pattern, which a path holding '[' or '*' would turn into another
+// file's.
+func removeCompactLeftovers(path string) {
+	dir, name := filepath.Dir(path), filepath.Base(path)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if (n == name+".compact" || strings.HasPrefix(n, name+".compact-")) && e.Type().IsRegular() {
+			_ = os.Remove(filepath.Join(dir, n))
+		}
+	}
 }
 
 // testBeforeCompactOpen, when set by a test, runs after the janitor pass,

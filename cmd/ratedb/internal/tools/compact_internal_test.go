@@ -75,3 +75,33 @@ func TestCompactOfAFileReplacedWhileWaiting(t *testing.T) {
 	t.Logf("Compact: %v", err)
 	assert.Equal(t, int64(5), readCount(t, path), "the file at the path is the one that replaced the old one")
 }
+
+// Compact writes its new file under a name of its own, created
+// exclusively, and removes what compacts cut short left (regular files
+// only: a symbolic link planted at such a name is neither followed nor
+// removed, and its target is untouched); another file's leftovers stay.
+func TestCompactTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s[1].db") // '[' would be a glob pattern
+	countFile(t, path, 3)
+	target := filepath.Join(dir, "elsewhere")
+	require.NoError(t, os.WriteFile(target, []byte("keep"), 0o600))
+	for _, n := range []string{"s[1].db.compact", "s[1].db.compact-123", "s1.db.compact-9"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("leftover"), 0o600))
+	}
+	require.NoError(t, os.Symlink(target, filepath.Join(dir, "s[1].db.compact-link")))
+
+	_, err := Compact(path)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), readCount(t, path))
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{"s[1].db", "elsewhere", "s1.db.compact-9", "s[1].db.compact-link"}, names)
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "keep", string(b))
+}
