@@ -1,6 +1,7 @@
 package ratedb_test
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -73,15 +74,16 @@ func TestStateReadsOneWindow(t *testing.T) {
 	w, err := db.Window(ratedb.PerKeyWindow, scale)
 	require.NoError(t, err)
 	var (
-		mu    sync.Mutex
-		hits  = map[int64]int64{} // window end (ms) -> hits it will get
-		done  atomic.Bool
-		wg    sync.WaitGroup
-		reads atomic.Int64
+		mu      sync.Mutex
+		hits    = map[int64]int64{} // window end (ms) -> hits it will get
+		done    atomic.Bool
+		stopped atomic.Bool // the reader returned
+		wg      sync.WaitGroup
+		reads   atomic.Int64
 	)
 	wg.Go(func() {
 		defer done.Store(true)
-		for i := range 3000 {
+		for i := range 1500 {
 			k := int64(i%3 + 1)
 			for j := range k {
 				r, err := w.Hit(ctx, "k", 10, 1)
@@ -95,9 +97,17 @@ func TestStateReadsOneWindow(t *testing.T) {
 				}
 			}
 			c.Advance(scale)
+			// Every few windows, wait for a read: the reader must run
+			// while windows change, not only once the hitter is done.
+			if i%8 == 0 {
+				for r := reads.Load(); reads.Load() == r && !stopped.Load(); {
+					runtime.Gosched()
+				}
+			}
 		}
 	})
 	wg.Go(func() {
+		defer stopped.Store(true)
 		for !done.Load() {
 			n, end, err := w.State(ctx, "k")
 			if !assert.NoError(t, err) {
@@ -117,5 +127,5 @@ func TestStateReadsOneWindow(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	assert.Positive(t, reads.Load())
+	assert.GreaterOrEqual(t, reads.Load(), int64(1500/8), "reads while windows changed")
 }
