@@ -64,7 +64,7 @@ func TestServerClockExactAtBoundaries(t *testing.T) {
 	s, err := redisstore.New(srv.Client(t, nil), &redisstore.Options{Timeout: 5 * time.Second, Prefix: "server:"})
 	require.NoError(t, err)
 	over, windows := overAdmitted(t, s)
-	assert.Greater(t, windows, 20, "the run crossed many boundaries")
+	assert.GreaterOrEqual(t, windows, 10, "the run crossed many boundaries (100 in half a second; fewer on a slow machine)")
 	assert.Zero(t, over, "windows over the limit with ServerClock, of %d", windows)
 
 	local, err := redisstore.New(srv.Client(t, nil), &redisstore.Options{Timeout: 5 * time.Second, Prefix: "local:",

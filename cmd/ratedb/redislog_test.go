@@ -30,7 +30,9 @@ func TestRedisDownLogsAreJSON(t *testing.T) {
 		code, _, body := s.do("POST", "/v1/check", clientKey, `{"client_id":"c","route":"/r"}`)
 		require.Equal(t, http.StatusServiceUnavailable, code, body)
 	}
-	most := 1 + int(time.Since(start)/time.Second) // one line a second of each kind
+	// One line a second of each kind, and one more for a line written
+	// just before the loop (a dial that failed once Redis was gone).
+	most := 2 + int(time.Since(start)/time.Second)
 	t.Logf("after 30 failed checks: %d store lines, %d Redis client lines", strings.Count(s.stderr.String(), "store failed"), strings.Count(s.stderr.String(), "redis client"))
 	assert.LessOrEqual(t, strings.Count(s.stderr.String(), "store failed"), most, "a line a failed check")
 	assert.LessOrEqual(t, strings.Count(s.stderr.String(), "redis client"), most, "a Redis client line a failed check")
