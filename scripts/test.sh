@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of the repository on a fresh machine with Go installed
-# (about 5-6 minutes on 2 cores with the module cache filled). It installs redis-server from Debian's
+# (about 10 minutes on 2 cores with the module cache filled). It installs redis-server from Debian's
 # packages when it is missing (the Redis tests start their own throwaway
 # servers on loopback ports and stop them), then: gofmt, go vet of every
 # module, go test -race -shuffle=on of the root module, redisstore,
