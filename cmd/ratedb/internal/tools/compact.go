@@ -91,14 +91,34 @@ func Compact(path string) (CompactResult, error) {
 		return res, err
 	}
 	tmp := f.Name()
-	_ = f.Close()
-	dst, err := bolt.Open(tmp, st.Mode().Perm(), nil)
+	if testAfterCompactTemp != nil {
+		testAfterCompactTemp(tmp)
+	}
+	// The new file is written, and given its mode and owner, through the
+	// descriptor CreateTemp returned, never reopened by its name: whoever
+	// can write to the directory could have replaced that name with a
+	// symbolic link meanwhile.
+	created, err := f.Stat()
+	if err == nil {
+		err = sameOwnerAndMode(f, st)
+	}
 	if err != nil {
+		f.Close()
 		os.Remove(tmp)
 		return res, err
 	}
-	if err := sameOwnerAndMode(tmp, st); err != nil {
-		dst.Close()
+	given := false
+	dst, err := bolt.Open(tmp, st.Mode().Perm(), &bolt.Options{OpenFile: func(string, int, os.FileMode) (*os.File, error) {
+		if given {
+			return nil, errors.New("compact: the new file may not be opened again by its name")
+		}
+		given = true
+		return f, nil
+	}})
+	if err != nil {
+		if !given {
+			f.Close()
+		}
 		os.Remove(tmp)
 		return res, err
 	}
@@ -115,6 +135,10 @@ func Compact(path string) (CompactResult, error) {
 	if err := dst.Close(); err != nil {
 		os.Remove(tmp)
 		return res, err
+	}
+	if fi, err := os.Lstat(tmp); err != nil || !os.SameFile(fi, created) {
+		os.Remove(tmp)
+		return res, fmt.Errorf("%s: the new file's name %s was replaced while compact wrote it; the file was left as it was", path, filepath.Base(tmp))
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
@@ -153,28 +177,27 @@ func removeCompactLeftovers(path string) {
 // before Compact opens the file again to rewrite it.
 var testBeforeCompactOpen func()
 
-// sameOwnerAndMode gives the file at path the permissions and the owner of
-// the file old describes.
-func sameOwnerAndMode(path string, old os.FileInfo) error {
-	if err := os.Chmod(path, old.Mode().Perm()); err != nil {
+// testAfterCompactTemp, when set by a test, runs once Compact has created
+// its new file, named tmp, before it writes to it.
+var testAfterCompactTemp func(tmp string)
+
+// sameOwnerAndMode gives the file f the permissions and the owner of the
+// file old describes.
+func sameOwnerAndMode(f *os.File, old os.FileInfo) error {
+	if err := f.Chmod(old.Mode().Perm()); err != nil {
 		return err
 	}
 	uid, gid, ok := owner(old)
 	if !ok {
 		return nil
 	}
-	if nu, ng, _ := owner(mustStat(path)); nu == uid && ng == gid {
-		return nil
+	if fi, err := f.Stat(); err == nil {
+		if nu, ng, _ := owner(fi); nu == uid && ng == gid {
+			return nil
+		}
 	}
-	if err := os.Lchown(path, uid, gid); err != nil {
+	if err := f.Chown(uid, gid); err != nil {
 		return fmt.Errorf("giving the compacted file the owner of the original (uid %d, gid %d): %w; run compact as that user or as root", uid, gid, err)
 	}
 	return nil
-}
-
-// mustStat returns the FileInfo of path, nil if it cannot be read (owner
-// then reports no owner).
-func mustStat(path string) os.FileInfo {
-	fi, _ := os.Stat(path)
-	return fi
 }

@@ -105,3 +105,52 @@ func TestCompactTempFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "keep", string(b))
 }
+
+// Whoever can write to the directory (the service's user, when root runs
+// compact on the service's file) can replace the new file's name with a
+// symbolic link once it is created: Compact must write through the file it
+// created, never follow a link planted at its name, nor chmod the link's
+// target, and must not rename the link into place.
+func TestCompactFollowsNoLinkPlantedAtItsTempName(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	countFile(t, path, 3)
+	require.NoError(t, os.Chmod(path, 0o644))
+	elsewhere := t.TempDir()
+	created := filepath.Join(elsewhere, "created") // does not exist
+	existing := filepath.Join(elsewhere, "existing")
+	require.NoError(t, os.WriteFile(existing, nil, 0o600))
+
+	for _, target := range []string{created, existing} {
+		testAfterCompactTemp = func(tmp string) {
+			require.NoError(t, os.Remove(tmp))
+			require.NoError(t, os.Symlink(target, tmp))
+		}
+		_, err := Compact(path)
+		testAfterCompactTemp = nil
+		t.Logf("Compact with a link to %s planted: %v", filepath.Base(target), err)
+
+		_, serr := os.Stat(created)
+		assert.ErrorIs(t, serr, os.ErrNotExist, "a file was created where the planted link points")
+		fi, serr := os.Stat(existing)
+		require.NoError(t, serr)
+		assert.Zero(t, fi.Size(), "the planted link's target was written to")
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the planted link's target was chmodded")
+		fi, serr = os.Lstat(path)
+		require.NoError(t, serr)
+		require.True(t, fi.Mode().IsRegular(), "the state file was replaced by the planted link")
+		assert.Equal(t, int64(3), readCount(t, path))
+		for _, e := range mustReadDir(t, dir) {
+			if e.Type()&os.ModeSymlink != 0 {
+				require.NoError(t, os.Remove(filepath.Join(dir, e.Name())))
+			}
+		}
+	}
+}
+
+func mustReadDir(t *testing.T, dir string) []os.DirEntry {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	return ents
+}
