@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,4 +23,26 @@ func TestUnexpectedArgumentHidesAPassword(t *testing.T) {
 	}
 	_, stderr, _ := runTool(t, "serve", "extra")
 	assert.Contains(t, stderr, `"extra"`, "an argument without credentials is still named")
+}
+
+// A flag's bad value is named in the usage error, but never one holding
+// '@': a URL with a password given to the wrong flag lands there.
+func TestBadFlagValueHidesAPassword(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--redis-timeout", "redis://:s3cret@10.0.0.1:6379"},
+		{"serve", "--fail-open=redis://user:s3cret@10.0.0.1:6379"},
+		{"inspect", "--json=user:s3cret@h"},
+	} {
+		_, stderr, code := runTool(t, args...)
+		assert.Equal(t, 2, code, "%v", args)
+		assert.Contains(t, stderr, "invalid", "%v", args)
+		assert.Contains(t, stderr, "usage: ratedb", "%v: the usage follows", args)
+		assert.NotContains(t, stderr, "s3cret", "%v", args)
+	}
+	_, stderr, _ := runTool(t, "serve", "--redis-timeout", "soon")
+	assert.Contains(t, stderr, `"soon"`, "a value without credentials is still named")
+	_, stderr, code := runTool(t, "serve", "-h")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stderr, "usage: ratedb serve")
+	assert.Equal(t, 1, strings.Count(stderr, "usage: ratedb serve"), "the usage once")
 }

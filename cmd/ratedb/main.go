@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -90,6 +91,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 var errUsage = errors.New("usage")
 
+// parseQuietly parses args with fs and reports a bad flag on stderr as
+// flag.FlagSet would, except that a value holding '@' (a URL with a
+// password, given to the wrong flag: "--fail-open=redis://u:pw@h") is not
+// quoted: usage errors go to stderr, the service's log. It returns
+// flag.ErrHelp for -h and errUsage for an error.
+func parseQuietly(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(io.Discard) // FlagSet would print the error, value and all
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return err
+	}
+	fmt.Fprintln(stderr, quotedWithAt.ReplaceAllLiteralString(err.Error(), "(a value not shown: it holds '@', as a password in a URL would)"))
+	fs.Usage()
+	return errUsage
+}
+
+// quotedWithAt matches a quoted value holding '@' in flag's error messages.
+var quotedWithAt = regexp.MustCompile(`"[^"]*@[^"]*"`)
+
 // shownArg quotes a stray argument for a usage error, unless it may hold a
 // password ("redis://user:password@host", or the same without the scheme):
 // usage errors go to stderr, the service's log.
@@ -133,14 +158,11 @@ func runServe(args []string, stderr io.Writer) error {
 	fs.StringVar(&c.Envoy.TLSKey, "grpc-tls-key", "", "TLS private key `PATH` (PEM) of the gRPC server")
 	fs.StringVar(&c.Envoy.TLSClientCA, "grpc-client-ca", "", "CA `PATH` (PEM): require gRPC clients to present a certificate it signed (mTLS)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ratedb serve [flags]\n\nflags:\n")
+		fmt.Fprintf(fs.Output(), "usage: ratedb serve [flags]\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
+	if err := parseQuietly(fs, args, stderr); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "ratedb serve: unexpected argument %s\n", shownArg(fs.Arg(0)))
@@ -203,14 +225,11 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	prefix := fs.String("prefix", "", "list only windows whose key starts with `P`")
 	asJSON := fs.Bool("json", false, "write JSON instead of text")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ratedb inspect [--prefix P] [--json] FILE\n\n")
+		fmt.Fprintf(fs.Output(), "usage: ratedb inspect [--prefix P] [--json] FILE\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
+	if err := parseQuietly(fs, args, stderr); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
