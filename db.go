@@ -41,6 +41,10 @@ type DB struct {
 	// end down a cycle, a fatal error (see loadFile).
 	treeDamaged atomic.Bool
 
+	// damagedLogAt is when (Unix ns, wall clock) a look-up last logged a
+	// damaged block: see logDamagedBlock.
+	damagedLogAt atomic.Int64
+
 	shards [numShards]shard
 	fast   atomic.Pointer[fastTable] // see fasttable.go
 

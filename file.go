@@ -443,7 +443,7 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 			if derr != nil {
 				found = false
 				db.stats.corrupt.Add(1)
-				db.log.Warn("ratedb: skipping a damaged block of windows", "err", derr)
+				db.logDamagedBlock(derr)
 			}
 			return nil
 		})
@@ -455,6 +455,20 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 		}
 	}
 	return zeroCounters(dst, n), false, nil
+}
+
+// logDamagedBlock logs a look-up that skipped a damaged block, at most once
+// a second: every look-up of a key of the block meets it again until a
+// snapshot or the janitor rewrites the block, and a line each would let
+// the requests behind them fill the log. Stats.CorruptSkipped counts them
+// all.
+func (db *DB) logDamagedBlock(err error) {
+	now, last := time.Now().UnixNano(), db.damagedLogAt.Load()
+	if now-last < int64(time.Second) || !db.damagedLogAt.CompareAndSwap(last, now) {
+		return
+	}
+	db.log.Warn("ratedb: skipping a damaged block of windows (logged at most once a second; Stats.CorruptSkipped counts every skip)",
+		"err", err, "corrupt_skipped", db.stats.corrupt.Load())
 }
 
 // zeroCounters returns dst holding n empty counters.

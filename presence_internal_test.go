@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -331,4 +333,51 @@ func TestPresenceFilterUnderStress(t *testing.T) {
 	st := db.Stats()
 	t.Logf("%d builds; %d look-ups avoided, %d reloads, filter of %d bytes", builds.Load(), st.FileReadsAvoided, st.Reloaded, st.PresenceFilterBytes)
 	assert.Positive(t, st.FileReadsAvoided, "new keys answered by the filter")
+}
+
+// Every look-up of a key of a damaged block skips it, counted in
+// Stats.CorruptSkipped, but the log gets one line a second, not one a
+// look-up, which requests could use to fill it.
+func TestDamagedBlockLoggedOnceASecond(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 1000)
+	var lost []string
+	bdb, err := bolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, bdb.Update(func(tx *bolt.Tx) error {
+		bb := tx.Bucket(layout.BucketBlocks)
+		c := bb.Cursor()
+		c.First()
+		k, v := c.Next()
+		var b record.Block
+		require.NoError(t, record.DecodeBlock(&b, k, v))
+		for _, win := range b.Windows {
+			// A record key ends with the user key ("audit-key-NNNN").
+			lost = append(lost, string(win.Key[len(win.Key)-len("audit-key-0000"):]))
+		}
+		bad := bytes.Clone(v)
+		bad[len(bad)-1] ^= 0xff // its checksum fails
+		return bb.Put(bytes.Clone(k), bad)
+	}))
+	require.NoError(t, bdb.Close())
+	require.NotEmpty(t, lost)
+	require.True(t, strings.HasPrefix(lost[0], "audit-key-"), lost[0])
+
+	var buf bytes.Buffer
+	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1,
+		MaxHotKeys: 16, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	require.NoError(t, err)
+	defer db.Close()
+	w, err := db.Window(FixedWindow, time.Hour)
+	require.NoError(t, err)
+	start := time.Now()
+	for _, k := range lost {
+		_, err := w.Get(context.Background(), k)
+		require.NoError(t, err)
+	}
+	assert.GreaterOrEqual(t, db.Stats().CorruptSkipped, int64(len(lost)), "every skip counted")
+	lines := strings.Count(buf.String(), "skipping a damaged block")
+	assert.GreaterOrEqual(t, lines, 1)
+	assert.LessOrEqual(t, lines, 1+int(time.Since(start)/time.Second), "lines for %d look-ups", len(lost))
 }
