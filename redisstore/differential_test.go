@@ -256,3 +256,74 @@ func TestLayeredOverflowNamesTheGivenTier(t *testing.T) {
 	require.Contains(t, e1.Error(), "tier 0")
 	require.Equal(t, e1.Error(), e2.Error())
 }
+
+// An Undo after the clock stepped back and a write cut the hit's window
+// short takes from the window opened once the cut one ended, if it ends
+// when the hit's did: as in the embedded DB, and as Window.Undo and
+// Layered.Undo document.
+func TestUndoAfterClockStepBack(t *testing.T) {
+	srv := startServer(t)
+	ctx := context.Background()
+	clk := &stepClock{now: time.UnixMilli(1_767_225_600_000), last: time.Now()}
+	db, err := ratedb.Open("", &ratedb.Options{Clock: clk.Now})
+	require.NoError(t, err)
+	defer db.Close()
+	st, err := redisstore.New(srv.Client(t, nil), &redisstore.Options{Prefix: newPrefix(), Clock: redisstore.LocalClock(clk.Now), Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	we, err := db.Window(ratedb.FixedWindow, 10*time.Second)
+	require.NoError(t, err)
+	wr, err := st.Window(ratedb.FixedWindow, 10*time.Second)
+	require.NoError(t, err)
+	tier := ratedb.Tier{Scale: 10 * time.Second, Limit: 5}
+	le, err := db.Layered(ratedb.FixedWindow, tier)
+	require.NoError(t, err)
+	lr, err := st.Layered(ratedb.FixedWindow, tier)
+	require.NoError(t, err)
+	clk.step(100 * time.Millisecond) // the window ends 9.9 s later
+	var hits [4]ratedb.Result
+	hits[0], err = we.Hit(ctx, "k", 5, 1)
+	require.NoError(t, err)
+	hits[1], err = wr.Hit(ctx, "k", 5, 1)
+	require.NoError(t, err)
+	hits[2], err = le.Hit(ctx, "k", 1)
+	require.NoError(t, err)
+	hits[3], err = lr.Hit(ctx, "k", 1)
+	require.NoError(t, err)
+	clk.step(-7 * time.Second) // back: an Inc stores the window cut to end one scale from now, 3.1 s after the hit
+	_, err = we.Inc(ctx, "k", 1)
+	require.NoError(t, err)
+	_, err = wr.Inc(ctx, "k", 1)
+	require.NoError(t, err)
+	_, err = le.Inc(ctx, "k", 1)
+	require.NoError(t, err)
+	_, err = lr.Inc(ctx, "k", 1)
+	require.NoError(t, err)
+	clk.step(12 * time.Second) // 5.1 s after the hit: past the cut end, before the hit's
+	var fresh [4]ratedb.Result
+	fresh[0], err = we.Hit(ctx, "k", 5, 1)
+	require.NoError(t, err)
+	fresh[1], err = wr.Hit(ctx, "k", 5, 1)
+	require.NoError(t, err)
+	fresh[2], err = le.Hit(ctx, "k", 1)
+	require.NoError(t, err)
+	fresh[3], err = lr.Hit(ctx, "k", 1)
+	require.NoError(t, err)
+	for i, r := range fresh {
+		require.Equal(t, int64(1), r.Count, "backend %d: a new window", i)
+		require.Equal(t, hits[i].ResetAt, r.ResetAt, "backend %d: ends when the hit's did", i)
+	}
+	require.NoError(t, we.Undo(ctx, "k", hits[0], 1))
+	require.NoError(t, wr.Undo(ctx, "k", hits[1], 1))
+	require.NoError(t, le.Undo(ctx, "k", hits[2], 1))
+	require.NoError(t, lr.Undo(ctx, "k", hits[3], 1))
+	n0, err := we.Get(ctx, "k")
+	require.NoError(t, err)
+	n1, err := wr.Get(ctx, "k")
+	require.NoError(t, err)
+	n2, err := le.Get(ctx, "k")
+	require.NoError(t, err)
+	n3, err := lr.Get(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, []any{int64(0), int64(0), []int64{0}, []int64{0}}, []any{n0, n1, n2, n3},
+		"the undo took from the new window")
+}

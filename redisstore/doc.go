@@ -44,6 +44,14 @@
 // This is safe with replication: Redis 7 replicates a script's effects, not
 // the script. LocalClock makes the caller's clock the time source instead.
 //
+// Time can still go back: a LocalClock's f stepped back, or with ServerClock
+// a failover to a server whose clock is behind. As in the embedded DB, a
+// window that ends more than one scale after now is then cut back to end one
+// scale after now (a one-second limit never denies for an hour), and a
+// call that writes the key stores the cut end: the window ends there, and
+// the next hit after it opens a new one, which may end when the cut one did
+// before the cut (see Window.Undo).
+//
 // See the README section "Going multi-node" for the assumed Redis setup and
 // what a failover or restart without persistence loses.
 package redisstore

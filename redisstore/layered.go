@@ -140,14 +140,17 @@ func (l *Layered) Refund(ctx context.Context, key string, amount int64) ([]int64
 // Undo takes back an allowed Hit of increment (> 0) on key whose Result is
 // r: in every tier whose window is still the one the hit counted in (it
 // still ends at that tier's r.Tiers[i].ResetAt), the count drops by
-// increment, never below zero. A tier whose window has ended since is left
+// increment, never below zero. A tier whose window has ended since, or
+// whose end was cut after time went back (see the package doc), is left
 // alone: an undo never gives back room the hit did not take. A denied r
 // counted nothing, and Undo does nothing. Undo opens no window.
 //
 // A window is known by its end. After a Reset, the first hit opens a window
 // that, with FixedWindow and StaggeredWindow, ends when the cleared one
 // did: an Undo of a hit made before the Reset then takes from that new
-// window. Do not undo across a Reset.
+// window. Do not undo across a Reset. The same holds after time went back
+// and the hit's windows were cut short: a window opened once a cut one has
+// ended may end when the hit's did, and an Undo takes from it.
 //
 // An undo is one script, one step with respect to every other call on the
 // key from any process. Like a refund it is sent at most once: after a

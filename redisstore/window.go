@@ -158,15 +158,17 @@ func (w *Window) Refund(ctx context.Context, key string, amount int64) (int64, t
 // Undo takes back an allowed Hit of increment (> 0) on key whose Result is
 // r: the count of the window the hit counted in drops by increment, never
 // below zero, if that window is still key's current one (it still ends at
-// r.ResetAt). A window that has ended since is left alone, as is any
-// window opened after it: an undo never gives back room the hit did not
-// take. A denied r counted nothing, and Undo does nothing. Undo opens no
-// window.
+// r.ResetAt). A window that has ended since, or whose end was cut after
+// time went back (see the package doc), is left alone, as is any window
+// opened after it: an undo never gives back room the hit did not take. A
+// denied r counted nothing, and Undo does nothing. Undo opens no window.
 //
 // A window is known by its end. After a Reset, the first hit opens a window
 // that, with FixedWindow and StaggeredWindow, ends when the cleared one
 // did: an Undo of a hit made before the Reset then takes from that new
-// window. Do not undo across a Reset.
+// window. Do not undo across a Reset. The same holds after time went back
+// and the hit's window was cut short: a window opened once the cut one has
+// ended may end when the hit's did, and an Undo takes from it.
 //
 // An undo is one script, one step with respect to every other call on the
 // key from any process. Like a refund it is sent at most once: after a
