@@ -81,6 +81,20 @@ func TestForeignValueIsAnErrorNotAReset(t *testing.T) {
 				_, err = l.Refund(ctx, "k", 1)
 				check("L.Refund", err)
 				check("L.Undo", l.Undo(ctx, "k", lr, 1))
+				_, err = w.ExpiresAt(ctx, "k")
+				check("W.ExpiresAt", err)
+				_, _, err = w.State(ctx, "k")
+				check("W.State", err)
+				_, err = l.ExpiresAt(ctx, "k")
+				check("L.ExpiresAt", err)
+				_, _, err = l.State(ctx, "k")
+				check("L.State", err)
+				// Reset deletes the key whatever it holds, as Set overwrites it.
+				require.NoError(t, w.Reset(ctx, "k"))
+				require.NoError(t, l.Reset(ctx, "k"))
+				n, err := raw.Exists(ctx, wKey, lKey).Result()
+				require.NoError(t, err)
+				assert.Zero(t, n, "Reset deletes a foreign value")
 			})
 		}
 	}
