@@ -83,6 +83,10 @@ func comparable(v any) any {
 	return v
 }
 
+type stater interface {
+	State(ctx context.Context, key string) (int64, time.Time, error)
+}
+
 type undoer interface {
 	Undo(ctx context.Context, key string, r ratedb.Result, increment int64) error
 }
@@ -178,12 +182,14 @@ func TestSameAnswersAsTheEmbeddedDB(t *testing.T) {
 				call = fmt.Sprintf("window %d: Undo(%q) of %+v", wi, key, re)
 				a, b = errClass(w.e.(undoer).Undo(ctx, key, re, 1)), errClass(w.r.(undoer).Undo(ctx, key, lastR[wk], 1))
 			case 7:
-				call = fmt.Sprintf("window %d: Get and ExpiresAt(%q)", wi, key)
+				call = fmt.Sprintf("window %d: Get, ExpiresAt and State(%q)", wi, key)
 				n1, e1 := w.e.Get(ctx, key)
 				n2, e2 := w.r.Get(ctx, key)
 				x1, f1 := w.e.ExpiresAt(ctx, key)
 				x2, f2 := w.r.ExpiresAt(ctx, key)
-				a, b = []any{n1, errClass(e1), x1, errClass(f1)}, []any{n2, errClass(e2), x2, errClass(f2)}
+				s1, t1, g1 := w.e.(stater).State(ctx, key)
+				s2, t2, g2 := w.r.(stater).State(ctx, key)
+				a, b = []any{n1, errClass(e1), x1, errClass(f1), s1, t1, errClass(g1)}, []any{n2, errClass(e2), x2, errClass(f2), s2, t2, errClass(g2)}
 			case 8:
 				call = fmt.Sprintf("window %d: Reset(%q)", wi, key)
 				a, b = errClass(w.e.Reset(ctx, key)), errClass(w.r.Reset(ctx, key))
@@ -207,15 +213,17 @@ func TestSameAnswersAsTheEmbeddedDB(t *testing.T) {
 				call = fmt.Sprintf("layered: Undo(%q) of %+v", key, re)
 				a, b = errClass(le.Undo(ctx, key, re, 1)), errClass(lr.Undo(ctx, key, lastR["L"+key], 1))
 			case 14:
-				call = fmt.Sprintf("layered: Get, ExpiresAt and Inc(%q, 1)", key)
+				call = fmt.Sprintf("layered: Get, ExpiresAt, State and Inc(%q, 1)", key)
 				g1, e1 := le.Get(ctx, key)
 				g2, e2 := lr.Get(ctx, key)
 				x1, f1 := le.ExpiresAt(ctx, key)
 				x2, f2 := lr.ExpiresAt(ctx, key)
+				sn1, st1, sg1 := le.State(ctx, key)
+				sn2, st2, sg2 := lr.State(ctx, key)
 				i1, h1 := le.Inc(ctx, key, 1)
 				i2, h2 := lr.Inc(ctx, key, 1)
-				a = []any{g1, errClass(e1), x1, errClass(f1), i1, errClass(h1)}
-				b = []any{g2, errClass(e2), x2, errClass(f2), i2, errClass(h2)}
+				a = []any{g1, errClass(e1), x1, errClass(f1), sn1, st1, errClass(sg1), i1, errClass(h1)}
+				b = []any{g2, errClass(e2), x2, errClass(f2), sn2, st2, errClass(sg2), i2, errClass(h2)}
 			}
 			if !reflect.DeepEqual(comparable(a), comparable(b)) {
 				t.Fatalf("seed %d, step %d, %v, now %d: %s\nembedded: %v\nredis:    %v",

@@ -171,12 +171,14 @@ func TestSameAnswersOverWideRanges(t *testing.T) {
 				call = fmt.Sprintf("window %d: Undo(%q, %d) of %+v", wi, key, inc, re)
 				a, b = errClass(w.e.(undoer).Undo(ctx, key, re, inc)), errClass(w.r.(undoer).Undo(ctx, key, lastR[wk], inc))
 			case 7:
-				call = fmt.Sprintf("window %d: Get and ExpiresAt(%q)", wi, key)
+				call = fmt.Sprintf("window %d: Get, ExpiresAt and State(%q)", wi, key)
 				n1, e1 := w.e.Get(ctx, key)
 				n2, e2 := w.r.Get(ctx, key)
 				x1, f1 := w.e.ExpiresAt(ctx, key)
 				x2, f2 := w.r.ExpiresAt(ctx, key)
-				a, b = []any{n1, errClass(e1), x1, errClass(f1)}, []any{n2, errClass(e2), x2, errClass(f2)}
+				s1, t1, g1 := w.e.(stater).State(ctx, key)
+				s2, t2, g2 := w.r.(stater).State(ctx, key)
+				a, b = []any{n1, errClass(e1), x1, errClass(f1), s1, t1, errClass(g1)}, []any{n2, errClass(e2), x2, errClass(f2), s2, t2, errClass(g2)}
 			case 8:
 				call = fmt.Sprintf("window %d: Reset(%q)", wi, key)
 				a, b = errClass(w.e.Reset(ctx, key)), errClass(w.r.Reset(ctx, key))
@@ -204,19 +206,21 @@ func TestSameAnswersOverWideRanges(t *testing.T) {
 				call = fmt.Sprintf("layered: Undo(%q) of %+v", key, re)
 				a, b = errClass(le.Undo(ctx, key, re, 1)), errClass(lr.Undo(ctx, key, lastR["L"+key], 1))
 			case 14:
-				call = fmt.Sprintf("layered: Get, ExpiresAt and Inc(%q, 1), Reset sometimes", key)
+				call = fmt.Sprintf("layered: Get, ExpiresAt, State and Inc(%q, 1), Reset sometimes", key)
 				g1, e1 := le.Get(ctx, key)
 				g2, e2 := lr.Get(ctx, key)
 				x1, f1 := le.ExpiresAt(ctx, key)
 				x2, f2 := lr.ExpiresAt(ctx, key)
+				sn1, st1, sg1 := le.State(ctx, key)
+				sn2, st2, sg2 := lr.State(ctx, key)
 				var i1, i2 []int64
 				var h1, h2 error
 				if !slicesAnyOver(g1, redisstore.MaxCount-1) {
 					i1, h1 = le.Inc(ctx, key, 1)
 					i2, h2 = lr.Inc(ctx, key, 1)
 				}
-				a = []any{g1, errClass(e1), x1, errClass(f1), i1, errClass(h1)}
-				b = []any{g2, errClass(e2), x2, errClass(f2), i2, errClass(h2)}
+				a = []any{g1, errClass(e1), x1, errClass(f1), sn1, st1, errClass(sg1), i1, errClass(h1)}
+				b = []any{g2, errClass(e2), x2, errClass(f2), sn2, st2, errClass(sg2), i2, errClass(h2)}
 				if rng.IntN(3) == 0 {
 					require.NoError(t, le.Reset(ctx, key))
 					require.NoError(t, lr.Reset(ctx, key))
