@@ -16,6 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// redisstore's limiters are what httplimit takes, and undoes with, as the
+// embedded DB's are.
+var (
+	_ httplimit.Rater  = (*redisstore.Layered)(nil)
+	_ httplimit.Undoer = (*redisstore.Layered)(nil)
+	_ httplimit.Undoer = (*redisstore.Window)(nil)
+)
+
 // TestHTTPMiddleware runs the httplimit middleware, unchanged, over
 // redisstore limiters: headers, 429, and the failure policy when Redis does
 // not answer (503, or the request let through with FailOpen).

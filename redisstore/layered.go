@@ -15,8 +15,9 @@ import (
 // it; a denied hit changes no tier. All tiers of a key live in one Redis key
 // and one script decides and updates them, so the all-or-nothing rule holds
 // across processes. Layered limiters with the same algorithm and the same
-// set of scales share counters, whatever their limits and the order of their
-// tiers, as in the embedded DB.
+// scales, each as many times, share counters, whatever their limits and the
+// order of their tiers, as in the embedded DB: (1m, 1h) and (1h, 1m) do,
+// (1m) and (1m, 1m) do not.
 //
 // A Layered is safe for concurrent use; it is an httplimit.Rater. Every
 // method returns an error matching ratedb.ErrUnavailable, and no decision,
