@@ -461,10 +461,11 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 // a second: every look-up of a key of the block meets it again until a
 // snapshot or the janitor rewrites the block, and a line each would let
 // the requests behind them fill the log. Stats.CorruptSkipped counts them
-// all.
+// all. A clock stepped back past the last line logs at once: waiting for
+// it to catch up would silence the warning for as long as the step.
 func (db *DB) logDamagedBlock(err error) {
 	now, last := time.Now().UnixNano(), db.damagedLogAt.Load()
-	if now-last < int64(time.Second) || !db.damagedLogAt.CompareAndSwap(last, now) {
+	if d := now - last; (d >= 0 && d < int64(time.Second)) || !db.damagedLogAt.CompareAndSwap(last, now) {
 		return
 	}
 	db.log.Warn("ratedb: skipping a damaged block of windows (logged at most once a second; Stats.CorruptSkipped counts every skip)",

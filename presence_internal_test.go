@@ -339,6 +339,40 @@ func TestPresenceFilterUnderStress(t *testing.T) {
 // Stats.CorruptSkipped, but the log gets one line a second, not one a
 // look-up, which requests could use to fill it.
 func TestDamagedBlockLoggedOnceASecond(t *testing.T) {
+	db, buf, lost := openWithDamagedBlock(t)
+	w, err := db.Window(FixedWindow, time.Hour)
+	require.NoError(t, err)
+	start := time.Now()
+	for _, k := range lost {
+		_, err := w.Get(context.Background(), k)
+		require.NoError(t, err)
+	}
+	assert.GreaterOrEqual(t, db.Stats().CorruptSkipped, int64(len(lost)), "every skip counted")
+	lines := strings.Count(buf.String(), "skipping a damaged block")
+	assert.GreaterOrEqual(t, lines, 1)
+	assert.LessOrEqual(t, lines, 1+int(time.Since(start)/time.Second), "lines for %d look-ups", len(lost))
+}
+
+// The throttle reads the wall clock, which can step back (NTP, a VM
+// restored): a line logged "in the future" must not silence the next ones
+// until the clock catches up with it.
+func TestDamagedBlockLoggedAfterTheClockWentBack(t *testing.T) {
+	db, buf, lost := openWithDamagedBlock(t)
+	w, err := db.Window(FixedWindow, time.Hour)
+	require.NoError(t, err)
+	// The last line was logged at what the wall clock read an hour from
+	// now, before it was stepped back.
+	db.damagedLogAt.Store(time.Now().Add(time.Hour).UnixNano())
+	_, err = w.Get(context.Background(), lost[0])
+	require.NoError(t, err)
+	assert.Positive(t, db.Stats().CorruptSkipped)
+	assert.Equal(t, 1, strings.Count(buf.String(), "skipping a damaged block"), "the skip after the step is logged")
+}
+
+// openWithDamagedBlock opens a file one of whose blocks fails its checksum,
+// logging to the buffer it returns, and the keys of that block's windows.
+func openWithDamagedBlock(t *testing.T) (*DB, *bytes.Buffer, []string) {
+	t.Helper()
 	now := time.UnixMilli(1_767_225_600_000)
 	path := filepath.Join(t.TempDir(), "rate.db")
 	fillFile(t, path, now, 1000)
@@ -364,20 +398,10 @@ func TestDamagedBlockLoggedOnceASecond(t *testing.T) {
 	require.NotEmpty(t, lost)
 	require.True(t, strings.HasPrefix(lost[0], "audit-key-"), lost[0])
 
-	var buf bytes.Buffer
+	buf := new(bytes.Buffer)
 	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1,
-		MaxHotKeys: 16, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+		MaxHotKeys: 16, Logger: slog.New(slog.NewTextHandler(buf, nil))})
 	require.NoError(t, err)
-	defer db.Close()
-	w, err := db.Window(FixedWindow, time.Hour)
-	require.NoError(t, err)
-	start := time.Now()
-	for _, k := range lost {
-		_, err := w.Get(context.Background(), k)
-		require.NoError(t, err)
-	}
-	assert.GreaterOrEqual(t, db.Stats().CorruptSkipped, int64(len(lost)), "every skip counted")
-	lines := strings.Count(buf.String(), "skipping a damaged block")
-	assert.GreaterOrEqual(t, lines, 1)
-	assert.LessOrEqual(t, lines, 1+int(time.Since(start)/time.Second), "lines for %d look-ups", len(lost))
+	t.Cleanup(func() { db.Close() })
+	return db, buf, lost
 }
