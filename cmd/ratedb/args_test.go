@@ -46,3 +46,23 @@ func TestBadFlagValueHidesAPassword(t *testing.T) {
 	assert.Contains(t, stderr, "usage: ratedb serve")
 	assert.Equal(t, 1, strings.Count(stderr, "usage: ratedb serve"), "the usage once")
 }
+
+// flag names the whole argument, unquoted, in some errors ("bad flag
+// syntax: ---redis=...", "flag provided but not defined: -redis:..."), and
+// quotes a value with escapes (`\"`): a password must not show in any.
+func TestMistypedFlagHidesAPassword(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "---redis=redis://user:s3cret@10.0.0.1:6379"},
+		{"serve", "--redis:redis://user:s3cret@10.0.0.1:6379"},
+		{"serve", "-=redis://user:s3cret@10.0.0.1:6379"},
+		{"serve", `--redis-timeout=redis://user:s3"cret@10.0.0.1:6379`},
+		{"inspect", `--json=u:s3"cret@h`},
+	} {
+		_, stderr, code := runTool(t, args...)
+		assert.Equal(t, 2, code, "%v", args)
+		assert.Contains(t, stderr, "usage: ratedb", "%v: the usage follows", args)
+		assert.NotContains(t, stderr, "s3", "%v", args)
+	}
+	_, stderr, _ := runTool(t, "serve", "---redis=localhost:6379")
+	assert.Contains(t, stderr, "---redis=localhost:6379", "an argument without credentials is still named")
+}

@@ -19,7 +19,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"regexp"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -107,13 +106,38 @@ func parseQuietly(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 		fs.Usage()
 		return err
 	}
-	fmt.Fprintln(stderr, quotedWithAt.ReplaceAllLiteralString(err.Error(), "(a value not shown: it holds '@', as a password in a URL would)"))
+	fmt.Fprintln(stderr, withoutAt(err.Error(), args))
 	fs.Usage()
 	return errUsage
 }
 
-// quotedWithAt matches a quoted value holding '@' in flag's error messages.
-var quotedWithAt = regexp.MustCompile(`"[^"]*@[^"]*"`)
+// withoutAt returns flag's error message msg about args with no argument
+// holding '@' in it. flag quotes a bad value (%q, escapes and all): that
+// quoted value is replaced. Other errors name the argument itself,
+// unquoted ("bad flag syntax: ---redis=redis://u:pw@h", "flag provided but
+// not defined: -redis:redis://u:pw@h"): a message still holding '@' after
+// the replacement is replaced whole.
+func withoutAt(msg string, args []string) string {
+	for _, a := range args {
+		if !strings.Contains(a, "@") {
+			continue
+		}
+		// The argument as a flag's value, or the part after an '='.
+		vs := []string{a}
+		for i := 0; i < len(a); i++ {
+			if a[i] == '=' {
+				vs = append(vs, a[i+1:])
+			}
+		}
+		for _, v := range vs {
+			msg = strings.ReplaceAll(msg, strconv.Quote(v), "\x00")
+		}
+	}
+	if strings.Contains(msg, "@") {
+		return "bad flag or flag value (not shown: it holds '@', as a password in a URL would)"
+	}
+	return strings.ReplaceAll(msg, "\x00", "(a value not shown: it holds '@', as a password in a URL would)")
+}
 
 // shownArg quotes a stray argument for a usage error, unless it may hold a
 // password ("redis://user:password@host", or the same without the scheme):
