@@ -185,3 +185,16 @@ func TestRedisLostRulesAreLogged(t *testing.T) {
 	}
 	assert.NotEqual(t, int64(3), a.check("vip", "/r").Limit, "the default rule applies")
 }
+
+// --redis naming one node of a Redis Cluster would start, answer PING and
+// then fail every check of a key another node owns (MOVED): the service
+// refuses to start instead, and says how to list the nodes.
+func TestRedisOneClusterNodeRefused(t *testing.T) {
+	t.Parallel()
+	addrs := proctest.StartCluster(t)
+	_, stderr, code := runToolWithin(t, 30*time.Second, "serve", "--http", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "unused.db"),
+		"--redis", "redis://"+addrs[0])
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stderr, "one node of a Redis Cluster")
+	assert.Contains(t, stderr, "comma list")
+}

@@ -98,6 +98,29 @@ func describeURLError(err error) string {
 	return "not a redis:// URL (redis://host:port/db) or a comma list of Cluster addresses"
 }
 
+// ErrClusterNode is returned by CheckNotClusterNode for a single address
+// that is a node of a Redis Cluster.
+var ErrClusterNode = errors.New("--redis names one node of a Redis Cluster: give the nodes as a comma list (one node and a trailing comma is enough: redis://host:port,) so that keys on the other nodes are reached")
+
+// CheckNotClusterNode reports ErrClusterNode when c is a client of one
+// server (not a ClusterClient) and that server runs in Cluster mode: keys
+// that hash to the other nodes' slots would then answer MOVED and every
+// check of them fail, while a PING still succeeds. A server that does not
+// answer is not judged (nil): the caller's own first call reports it.
+func CheckNotClusterNode(ctx context.Context, c redis.UniversalClient) error {
+	if _, ok := c.(*redis.Client); !ok {
+		return nil
+	}
+	info, err := c.Info(ctx, "cluster").Result()
+	if err != nil {
+		return nil
+	}
+	if strings.Contains(info, "cluster_enabled:1") {
+		return ErrClusterNode
+	}
+	return nil
+}
+
 // Store adapts a redisstore.Store to core.Store. It is safe for concurrent
 // use.
 type Store struct{ S *redisstore.Store }

@@ -86,6 +86,13 @@ func openRedis(c *Config, log *slog.Logger) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err = redisstate.CheckNotClusterNode(ctx, client)
+	cancel()
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
 	rs, err := redisstore.New(client, &redisstore.Options{Timeout: c.RedisTimeout})
 	if err != nil {
 		client.Close()
