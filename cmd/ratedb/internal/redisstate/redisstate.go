@@ -153,10 +153,15 @@ var (
 // for concurrent use, by any number of processes: Update is an optimistic
 // transaction (WATCH, then MULTI/EXEC), so two instances that change rules
 // at once both keep their change.
-type RulesStorage struct{ C redis.UniversalClient }
+type RulesStorage struct {
+	C redis.UniversalClient
+	// Timeout bounds one Load or one Update: ten times --redis-timeout,
+	// at least 1 s. Zero: 1 s.
+	Timeout time.Duration
+}
 
-// rulesTimeout bounds one Load or one Update.
-const rulesTimeout = Timeout * 10
+// timeout is the bound of one Load or Update.
+func (r RulesStorage) timeout() time.Duration { return max(r.Timeout, time.Second) }
 
 // updateAttempts is how many times Update retries when other writers keep
 // changing the rules between its read and its write.
@@ -164,7 +169,7 @@ const updateAttempts = 16
 
 // Load implements rules.Storage.
 func (r RulesStorage) Load() ([]rules.Stored, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), rulesTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout())
 	defer cancel()
 	return loadRules(ctx, r.C)
 }
@@ -198,7 +203,7 @@ var errRulesContended = fmt.Errorf("rules: %s kept changing in Redis while being
 // f's result in MULTI/EXEC, which Redis refuses if another client wrote the
 // key since the read; it then reads again and calls f again.
 func (r RulesStorage) Update(f func([]rules.Stored) ([]rules.Stored, error)) error {
-	ctx, cancel := context.WithTimeout(context.Background(), rulesTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout())
 	defer cancel()
 	for range updateAttempts {
 		var inner error // the error the transaction's function returned

@@ -101,7 +101,7 @@ func openRedis(c *Config, log *slog.Logger) (*state, error) {
 	return &state{
 		name:  "redis",
 		store: redisstate.Store{S: rs},
-		rules: redisstate.RulesStorage{C: client},
+		rules: redisstate.RulesStorage{C: client, Timeout: 10 * c.RedisTimeout},
 		ready: newReadiness(func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
