@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,10 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratedb/ratedb"
-	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
-	"github.com/ratedb/ratedb/cmd/ratedb/internal/httpapi"
-	"github.com/ratedb/ratedb/cmd/ratedb/internal/keys"
-	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
 )
 
 // reset_in_second was the store's window end minus this host's wall clock,
@@ -37,15 +32,7 @@ func TestResetInSecondFollowsTheStoreClock(t *testing.T) {
 			db, err := ratedb.Open("", &ratedb.Options{Clock: func() time.Time { return time.Now().Add(skew) }})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = db.Close() })
-			limit := int64(1)
-			def, err := rules.Build(rules.DefaultName, rules.Spec{ClientID: "*", Route: "*", Limit: &limit, Window: "1m"}, true)
-			require.NoError(t, err)
-			rm, err := rules.NewManager(rules.FileStorage{Path: filepath.Join(t.TempDir(), "r.json")}, def)
-			require.NoError(t, err)
-			k, err := keys.Load(keys.Source{Env: "c"}, keys.Source{Env: "a"})
-			require.NoError(t, err)
-			h := httpapi.New(httpapi.Options{Core: core.New(core.DBStore{DB: db}, core.Options{}), Rules: rm, Keys: k,
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			h := serverOn(t, db, 1, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil))).h
 			put := httptest.NewRequest(http.MethodPut, "/v1/rules/tiered", strings.NewReader(
 				`{"client_id":"t","route":"*","tiers":[{"limit":1,"window":"1m"},{"limit":5,"window":"1h"}]}`))
 			put.Header.Set("X-API-Key", "a")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratedb/ratedb"
-	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
-	"github.com/ratedb/ratedb/cmd/ratedb/internal/httpapi"
-	"github.com/ratedb/ratedb/cmd/ratedb/internal/keys"
-	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
 )
 
 // While the store is down (here closed) every check answers 503: the log
@@ -25,16 +20,8 @@ import (
 func TestStoreFailuresLogOnceASecond(t *testing.T) {
 	db, err := ratedb.Open("", nil)
 	require.NoError(t, err)
-	limit := int64(10)
-	def, err := rules.Build(rules.DefaultName, rules.Spec{ClientID: "*", Route: "*", Limit: &limit, Window: time.Hour.String()}, true)
-	require.NoError(t, err)
-	rm, err := rules.NewManager(rules.FileStorage{Path: filepath.Join(t.TempDir(), "r.json")}, def)
-	require.NoError(t, err)
-	k, err := keys.Load(keys.Source{Env: "c"}, keys.Source{Env: "a"})
-	require.NoError(t, err)
 	var buf bytes.Buffer
-	s := &testServer{h: httpapi.New(httpapi.Options{Core: core.New(core.DBStore{DB: db}, core.Options{}), Rules: rm, Keys: k,
-		Logger: slog.New(slog.NewTextHandler(&buf, nil))}), db: db, rules: rm}
+	s := serverOn(t, db, 10, time.Hour, slog.New(slog.NewTextHandler(&buf, nil)))
 	require.NoError(t, db.Close())
 	start := time.Now()
 	for range 50 {

@@ -32,15 +32,20 @@ func newTestServer(t *testing.T) *testServer {
 	db, err := ratedb.Open("", nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	limit := int64(10)
-	def, err := rules.Build(rules.DefaultName, rules.Spec{ClientID: "*", Route: "*", Limit: &limit, Window: time.Hour.String()}, true)
+	return serverOn(t, db, 10, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// serverOn is a testServer over db whose default rule allows limit a
+// window, logging to log.
+func serverOn(t *testing.T, db *ratedb.DB, limit int64, window time.Duration, log *slog.Logger) *testServer {
+	t.Helper()
+	def, err := rules.Build(rules.DefaultName, rules.Spec{ClientID: "*", Route: "*", Limit: &limit, Window: window.String()}, true)
 	require.NoError(t, err)
 	rm, err := rules.NewManager(rules.FileStorage{Path: filepath.Join(t.TempDir(), "r.json")}, def)
 	require.NoError(t, err)
 	k, err := keys.Load(keys.Source{Env: "c"}, keys.Source{Env: "a"})
 	require.NoError(t, err)
-	h := httpapi.New(httpapi.Options{Core: core.New(core.DBStore{DB: db}, core.Options{}), Rules: rm, Keys: k,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := httpapi.New(httpapi.Options{Core: core.New(core.DBStore{DB: db}, core.Options{}), Rules: rm, Keys: k, Logger: log})
 	return &testServer{h: h, db: db, rules: rm}
 }
 
