@@ -317,17 +317,8 @@ func (l *Layered) Get(ctx context.Context, key string) ([]int64, error) {
 // ExpiresAt returns the end of each tier's current window for key (the zero
 // Time for a tier with none), in tier order.
 func (l *Layered) ExpiresAt(ctx context.Context, key string) ([]time.Time, error) {
-	cs, now, err := l.read(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]time.Time, len(l.tiers))
-	for i, p := range l.pos {
-		if c := cs[p]; c.End > now {
-			out[i] = time.UnixMilli(c.End)
-		}
-	}
-	return out, nil
+	_, ends, err := l.State(ctx, key)
+	return ends, err
 }
 
 // State returns each tier's count in its current window and that window's

@@ -222,21 +222,15 @@ func (w *Window) Undo(ctx context.Context, key string, r Result, increment int64
 // Get returns key's count in its current window, 0 if it has none. It does
 // not open a window.
 func (w *Window) Get(ctx context.Context, key string) (int64, error) {
-	c, now, err := w.read(ctx, key)
-	if err != nil || c.End <= now {
-		return 0, err
-	}
-	return c.Count, nil
+	n, _, err := w.State(ctx, key)
+	return n, err
 }
 
 // ExpiresAt returns the end of key's current window, the zero Time if it has
 // none.
 func (w *Window) ExpiresAt(ctx context.Context, key string) (time.Time, error) {
-	c, now, err := w.read(ctx, key)
-	if err != nil || c.End <= now {
-		return time.Time{}, err
-	}
-	return time.UnixMilli(c.End), nil
+	_, end, err := w.State(ctx, key)
+	return end, err
 }
 
 // State returns key's count in its current window and the window's end

@@ -208,20 +208,8 @@ func (l *Layered) Get(ctx context.Context, key string) ([]int64, error) {
 // ExpiresAt returns the end of each tier's current window for key (the zero
 // Time for a tier with none), in tier order.
 func (l *Layered) ExpiresAt(ctx context.Context, key string) ([]time.Time, error) {
-	if err := limits.CheckCall(ctx, key); err != nil {
-		return nil, err
-	}
-	ts, err := l.sp.read(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]time.Time, len(ts))
-	for i, p := range l.pos {
-		if end := ts[p].end; end != 0 {
-			out[i] = time.UnixMilli(end)
-		}
-	}
-	return out, nil
+	_, ends, err := l.State(ctx, key)
+	return ends, err
 }
 
 // State returns each tier's count in its current window and that window's

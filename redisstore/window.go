@@ -192,27 +192,15 @@ func (w *Window) Undo(ctx context.Context, key string, r ratedb.Result, incremen
 // Get returns key's count in its current window, 0 if it has none. It does
 // not open a window.
 func (w *Window) Get(ctx context.Context, key string) (int64, error) {
-	if err := limits.CheckCall(ctx, key); err != nil {
-		return 0, err
-	}
-	ts, err := w.sp.read(ctx, key)
-	if err != nil {
-		return 0, err
-	}
-	return ts[0].count, nil
+	n, _, err := w.State(ctx, key)
+	return n, err
 }
 
 // ExpiresAt returns the end of key's current window, the zero Time if it
 // has none.
 func (w *Window) ExpiresAt(ctx context.Context, key string) (time.Time, error) {
-	if err := limits.CheckCall(ctx, key); err != nil {
-		return time.Time{}, err
-	}
-	ts, err := w.sp.read(ctx, key)
-	if err != nil || ts[0].end == 0 {
-		return time.Time{}, err
-	}
-	return time.UnixMilli(ts[0].end), nil
+	_, end, err := w.State(ctx, key)
+	return end, err
 }
 
 // State returns key's count in its current window and the window's end
