@@ -85,10 +85,11 @@ type DB struct {
 // Open returns an error wrapping ErrInvalidArgument for invalid options,
 // ErrLocked when another handle holds the file after Options.OpenTimeout, and
 // ErrCorrupt for a file that is not a valid ratedb database (unless
-// Options.OnCorrupt says otherwise). Opening reads the file's metadata and
-// the shape of its page trees (the branch pages and the header of every page
-// they link to: bbolt follows the links unchecked, and a link back up a
-// tree would crash the process), never every window: windows are loaded on
+// Options.OnCorrupt says otherwise); a read of the file that fails (an I/O
+// error such as EIO) is returned wrapped, not as ErrCorrupt. Opening reads
+// the file's metadata and the shape of its page trees (the branch pages and
+// the header of every page they link to: bbolt follows the links unchecked,
+// and a link back up a tree would crash the process), never every window: windows are loaded on
 // their first use. If the tree of windows is damaged, look-ups in the file
 // return ErrCorrupt until the pass below has rebuilt it. A file of the
 // previous format, ratedb/1, is migrated first, in one transaction.

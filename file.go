@@ -488,6 +488,11 @@ func zeroCounters(dst []counter, n int) []counter {
 // with the file's size, and returns that meta page. metaDamaged reports that
 // the other meta page failed its checks: bbolt then opens at the commit of
 // the one that passed.
+//
+// A read that fails (an I/O error such as EIO) says nothing about the
+// file's bytes: it is returned wrapped, never as ErrCorrupt, so that
+// CorruptMoveAside does not move a sound file aside over a transient error.
+// Only a file that ends before the bytes its pages need is damage.
 func validateFile(path string) (m bmeta, metaDamaged bool, err error) {
 	f, err := openRegular(path)
 	if err != nil {
@@ -502,14 +507,25 @@ func validateFile(path string) (m bmeta, metaDamaged bool, err error) {
 	if size == 0 {
 		return bmeta{}, false, fmt.Errorf("%w: zero-byte file", ErrCorrupt)
 	}
-	m0, ok0 := readMeta(f, 0)
+	var r io.ReaderAt = f
+	if testValidateReader != nil {
+		r = testValidateReader(r)
+	}
+	m0, ok0, err := readMeta(r, 0)
+	if err != nil {
+		return bmeta{}, false, err
+	}
 	var m1 bmeta
 	ok1 := false
 	if ok0 {
-		m1, ok1 = readMeta(f, int64(m0.pageSize))
+		if m1, ok1, err = readMeta(r, int64(m0.pageSize)); err != nil {
+			return bmeta{}, false, err
+		}
 	} else {
 		for _, ps := range []int64{4096, 1024, 2048, 8192, 16384, 32768, 65536} {
-			if m1, ok1 = readMeta(f, ps); ok1 && int64(m1.pageSize) == ps {
+			if m1, ok1, err = readMeta(r, ps); err != nil {
+				return bmeta{}, false, err
+			} else if ok1 && int64(m1.pageSize) == ps {
 				break
 			}
 			ok1 = false
@@ -535,7 +551,9 @@ func validateFile(path string) (m bmeta, metaDamaged bool, err error) {
 	case m.freelist != ^uint64(0) && (m.freelist < 2 || m.freelist >= m.pgid):
 		return bmeta{}, false, fmt.Errorf("%w: bad freelist page", ErrCorrupt)
 	}
-	if flags, overflow, ok := readPageHeader(f, int64(m.root)*ps); !ok || flags&(pageBranch|pageLeaf) == 0 || m.root+uint64(overflow) >= m.pgid {
+	if flags, overflow, ok, err := readPageHeader(r, int64(m.root)*ps); err != nil {
+		return bmeta{}, false, err
+	} else if !ok || flags&(pageBranch|pageLeaf) == 0 || m.root+uint64(overflow) >= m.pgid {
 		return bmeta{}, false, fmt.Errorf("%w: bad root page", ErrCorrupt)
 	}
 	if m.freelist == ^uint64(0) {
@@ -544,15 +562,24 @@ func validateFile(path string) (m bmeta, metaDamaged bool, err error) {
 		// rebuilds it at Open by reading every page on a goroutine of its
 		// own, where a damaged page's panic or fault ends the process.
 		// So every page is checked first.
-		a := newPageAudit(f, m)
-		if a.run(m.root); a.err != nil || a.damaged > 0 {
+		a := newPageAudit(r, m)
+		if a.run(m.root); a.err != nil && !shortRead(a.err) {
+			return bmeta{}, false, a.err
+		} else if a.err != nil || a.damaged > 0 {
 			return bmeta{}, false, fmt.Errorf("%w: damaged pages in a file without a freelist", ErrCorrupt)
 		}
 	}
 	if m.freelist != ^uint64(0) {
-		if flags, overflow, ok := readPageHeader(f, int64(m.freelist)*ps); !ok || flags&pageFreelist == 0 || m.freelist+uint64(overflow) >= m.pgid {
+		flags, overflow, ok, err := readPageHeader(r, int64(m.freelist)*ps)
+		if err != nil {
+			return bmeta{}, false, err
+		}
+		if !ok || flags&pageFreelist == 0 || m.freelist+uint64(overflow) >= m.pgid {
 			return bmeta{}, false, fmt.Errorf("%w: bad freelist page", ErrCorrupt)
-		} else if !freelistValid(f, int64(m.freelist)*ps, (int64(overflow)+1)*ps, m.pgid) {
+		}
+		if valid, err := freelistValid(r, int64(m.freelist)*ps, (int64(overflow)+1)*ps, m.pgid); err != nil {
+			return bmeta{}, false, err
+		} else if !valid {
 			// bbolt trusts the ids: a damaged one makes it write pages
 			// at wild offsets or hand one page out twice.
 			return bmeta{}, false, fmt.Errorf("%w: bad freelist", ErrCorrupt)
@@ -579,57 +606,82 @@ type bmeta struct {
 	pgid, txid     uint64
 }
 
+// testValidateReader, when set by a test, wraps the reader through which
+// validateFile reads the file.
+var testValidateReader func(io.ReaderAt) io.ReaderAt
+
+// readAt reads len(b) bytes at off of r. ok is false if r ends before them
+// (a truncated file: damage, for the caller to judge); err is any other read
+// error, wrapped: a failure to read (EIO), which says nothing about the
+// bytes and is no sign of corruption.
+func readAt(r io.ReaderAt, b []byte, off int64) (ok bool, err error) {
+	n, err := r.ReadAt(b, off)
+	switch {
+	case n == len(b):
+		return true, nil
+	case err == nil || shortRead(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("ratedb: reading the database file: %w", err)
+}
+
+// shortRead reports whether err, from reading the file, is its end coming
+// before the bytes read (io.EOF, io.ErrUnexpectedEOF), not a failure to read.
+func shortRead(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
 // readMeta reads and checks (magic, version, checksum) the meta page at off.
-func readMeta(f *os.File, off int64) (bmeta, bool) {
+// ok is false for a page that fails the checks or lies past the end of the
+// file; err is a read error (see readAt).
+func readMeta(r io.ReaderAt, off int64) (m bmeta, ok bool, err error) {
 	var b [pageHeader + metaLen]byte
-	if _, err := f.ReadAt(b[:], off); err != nil && !errors.Is(err, io.EOF) {
-		return bmeta{}, false
-	} else if err != nil {
-		return bmeta{}, false
+	if ok, err := readAt(r, b[:], off); !ok {
+		return bmeta{}, false, err
 	}
 	if binary.LittleEndian.Uint16(b[8:])&pageMeta == 0 {
-		return bmeta{}, false
+		return bmeta{}, false, nil
 	}
-	m := b[pageHeader:]
+	p := b[pageHeader:]
 	le := binary.LittleEndian
-	if le.Uint32(m[0:]) != boltMagic || le.Uint32(m[4:]) != boltVersion {
-		return bmeta{}, false
+	if le.Uint32(p[0:]) != boltMagic || le.Uint32(p[4:]) != boltVersion {
+		return bmeta{}, false, nil
 	}
 	h := fnv.New64a()
-	_, _ = h.Write(m[:56])
-	if h.Sum64() != le.Uint64(m[56:]) {
-		return bmeta{}, false
+	_, _ = h.Write(p[:56])
+	if h.Sum64() != le.Uint64(p[56:]) {
+		return bmeta{}, false, nil
 	}
 	return bmeta{
-		pageSize: le.Uint32(m[8:]),
-		root:     le.Uint64(m[16:]),
-		freelist: le.Uint64(m[32:]),
-		pgid:     le.Uint64(m[40:]),
-		txid:     le.Uint64(m[48:]),
-	}, true
+		pageSize: le.Uint32(p[8:]),
+		root:     le.Uint64(p[16:]),
+		freelist: le.Uint64(p[32:]),
+		pgid:     le.Uint64(p[40:]),
+		txid:     le.Uint64(p[48:]),
+	}, true, nil
 }
 
 // freelistValid reports whether the freelist page of n bytes at off lists
 // only pages below pgid (past the two meta pages), in increasing order, as
-// bbolt writes it.
-func freelistValid(f *os.File, off, n int64, pgid uint64) bool {
+// bbolt writes it; err is a read error (see readAt).
+func freelistValid(r io.ReaderAt, off, n int64, pgid uint64) (bool, error) {
 	b := make([]byte, n)
-	if _, err := f.ReadAt(b, off); err != nil {
-		return false
+	if ok, err := readAt(r, b, off); !ok {
+		return false, err
 	}
 	ids, ok := freelistIDs(b)
 	if !ok {
-		return false
+		return false, nil
 	}
 	prev := uint64(1)
 	for i := 0; i < len(ids); i += 8 {
 		id := binary.LittleEndian.Uint64(ids[i:])
 		if id <= prev || id >= pgid {
-			return false
+			return false, nil
 		}
 		prev = id
 	}
-	return true
+	return true, nil
 }
 
 // freelistIDs returns the page ids listed by the freelist page b (with its
@@ -649,11 +701,12 @@ func freelistIDs(b []byte) (ids []byte, ok bool) {
 	return b[start : start+8*count], true
 }
 
-// readPageHeader returns the flags and overflow count of the page at off.
-func readPageHeader(f *os.File, off int64) (flags uint16, overflow uint32, ok bool) {
+// readPageHeader returns the flags and overflow count of the page at off;
+// ok is false if the file ends before it, err is a read error (see readAt).
+func readPageHeader(r io.ReaderAt, off int64) (flags uint16, overflow uint32, ok bool, err error) {
 	var b [pageHeader]byte
-	if _, err := f.ReadAt(b[:], off); err != nil {
-		return 0, 0, false
+	if ok, err := readAt(r, b[:], off); !ok {
+		return 0, 0, false, err
 	}
-	return binary.LittleEndian.Uint16(b[8:]), binary.LittleEndian.Uint32(b[12:]), true
+	return binary.LittleEndian.Uint16(b[8:]), binary.LittleEndian.Uint32(b[12:]), true, nil
 }

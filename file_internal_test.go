@@ -6,10 +6,17 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A damaged page id in the freelist made bbolt write a page at a negative
@@ -47,8 +54,8 @@ func TestOpenRejectsBadFreelist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m0, ok0 := readMeta(f, 0)
-	m1, ok1 := readMeta(f, int64(m0.pageSize))
+	m0, ok0, _ := readMeta(f, 0)
+	m1, ok1, _ := readMeta(f, int64(m0.pageSize))
 	f.Close()
 	if !ok0 || !ok1 {
 		t.Fatal("meta pages unreadable")
@@ -194,4 +201,85 @@ func TestVerify(t *testing.T) {
 	if err := db.Verify(); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Verify of a file with a damaged key = %v, want ErrCorrupt", err)
 	}
+}
+
+// eioReader fails, with EIO, every read that covers byte at of the file;
+// other reads go to r.
+type eioReader struct {
+	r  io.ReaderAt
+	at int64
+}
+
+func (e eioReader) ReadAt(b []byte, off int64) (int, error) {
+	if off <= e.at && e.at < off+int64(len(b)) {
+		return 0, &fs.PathError{Op: "read", Path: "rate.db", Err: syscall.EIO}
+	}
+	return e.r.ReadAt(b, off)
+}
+
+// A read of the file that fails (EIO: a bad sector, a flaky network disk)
+// says nothing about its bytes. Open returns the error, wrapped, not
+// ErrCorrupt: with CorruptMoveAside the sound file stays where it is (it
+// was moved aside and the DB started empty, every count lost), and once the
+// read succeeds again the file opens with its counts.
+func TestOpenReadErrorIsNotCorrupt(t *testing.T) {
+	ctx := context.Background()
+	now := time.UnixMilli(1_767_225_600_000)
+	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1,
+		OnCorrupt: CorruptMoveAside, Logger: slog.New(slog.DiscardHandler)}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rate.db")
+	db, err := Open(path, opts)
+	require.NoError(t, err)
+	w, err := db.Window(FixedWindow, time.Hour)
+	require.NoError(t, err)
+	for i := range 3000 { // more than one page of blocks: the root is a branch
+		_, err := w.Inc(ctx, fmt.Sprint("key-", i), int64(1+i%7))
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+	m, _, err := validateFile(path)
+	require.NoError(t, err)
+	require.NotEqual(t, ^uint64(0), m.freelist, "the file has a freelist page")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	ps := int64(m.pageSize)
+
+	for _, tc := range []struct {
+		name string
+		at   int64
+	}{
+		{"first meta page", 0},
+		{"second meta page", ps},
+		{"root page", int64(m.root) * ps},
+		{"freelist page", int64(m.freelist) * ps},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testValidateReader = func(r io.ReaderAt) io.ReaderAt { return eioReader{r: r, at: tc.at} }
+			db, err := Open(path, opts)
+			testValidateReader = nil
+			if err == nil {
+				_ = db.Close()
+			}
+			require.Error(t, err)
+			assert.ErrorIs(t, err, syscall.EIO)
+			assert.NotErrorIs(t, err, ErrCorrupt)
+			got, rerr := os.ReadFile(path)
+			require.NoError(t, rerr)
+			assert.True(t, bytes.Equal(data, got), "the file is unchanged, in its place")
+			ents, rerr := os.ReadDir(dir)
+			require.NoError(t, rerr)
+			assert.Len(t, ents, 1, "no file moved aside or created")
+		})
+	}
+
+	db, err = Open(path, opts)
+	require.NoError(t, err)
+	defer db.Close()
+	w, err = db.Window(FixedWindow, time.Hour)
+	require.NoError(t, err)
+	got, err := w.Get(ctx, "key-2999")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1+2999%7), got)
+	assert.Zero(t, db.Stats().CorruptSkipped)
 }

@@ -119,7 +119,8 @@ const (
 	CorruptFail CorruptPolicy = iota
 	// CorruptMoveAside renames the bad file to "<path>.corrupt-<unix-ms>",
 	// logs an error, and starts with an empty database. Counts in the bad
-	// file are lost.
+	// file are lost. A file Open cannot read (an I/O error, not ErrCorrupt)
+	// is not moved: Open returns the error.
 	CorruptMoveAside
 )
 
