@@ -16,8 +16,9 @@ import (
 // migrateV1 turns a file of format ratedb/1 (one bbolt element per window
 // and an expiry index, see internal/layout's legacy.go) into format
 // ratedb/2, in one transaction: a crash leaves either file whole. Every
-// sound window is written into blocks; a damaged one is counted in
-// Stats.CorruptSkipped and dropped. It runs in Open, before anything else
+// sound window is written into blocks; a damaged one (a record that fails
+// to decode, or a legacy Layered record whose counters do not match its
+// key's scales) is counted in Stats.CorruptSkipped and dropped. It runs in Open, before anything else
 // uses the file.
 //
 // Before issue 9, a Layered limiter's records were keyed by its scales in
@@ -40,6 +41,15 @@ func (db *DB) migrateV1() error {
 			Window: func(k []byte, wcs []record.Counter) error {
 				nk, old := k, false
 				if given, ok := legacyOrder(k); ok {
+					if len(wcs) != len(given) {
+						// A sound checksum over counters its key's
+						// scales do not match (one per scale): a
+						// crafted or damaged record, dropped and
+						// counted like one that fails its checksum.
+						// (Reordering it would index past the scales.)
+						damaged++
+						return nil
+					}
 					pos, sorted := limits.SortScales(given)
 					p := specPrefix(Algorithm(k[0]&^0x80), sorted, true)
 					nk = append(p, k[len(p):]...)

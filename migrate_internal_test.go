@@ -217,3 +217,50 @@ func TestLayeredLegacyRecordsMigrate(t *testing.T) {
 	require.NoError(t, db.Snapshot())
 	require.NoError(t, db.Verify())
 }
+
+// A ratedb/1 record of a Layered limiter keyed by its unsorted scales whose
+// counters, under a sound checksum, do not match those scales (crafted, or
+// damaged and re-checksummed) is dropped and counted like a record that
+// fails its checksum: the rest of the file migrates and Open succeeds. (It
+// made the migration index past the scales, a panic that failed Open with
+// ErrCorrupt, or, with CorruptMoveAside, lost the whole file.)
+func TestMigrateFormat1SkipsMismatchedTiers(t *testing.T) {
+	ctx := context.Background()
+	now := fixtureBase
+	old := specPrefix(FixedWindow, []int64{3_600_000, 60_000}, true)
+	hourEnd, minuteEnd := now.UnixMilli()+3_600_000, now.UnixMilli()+60_000
+	for _, tc := range []struct {
+		name string
+		bad  string
+		cs   []counter
+	}{
+		{"more counters than scales", string(old) + "x",
+			[]counter{{Count: 1, End: hourEnd}, {Count: 1, End: minuteEnd}, {Count: 1, End: minuteEnd}}},
+		{"fewer counters than scales", string(old) + "x", []counter{{Count: 1, End: hourEnd}}},
+		{"more scales than a record holds",
+			string(specPrefix(FixedWindow, []int64{20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, true)) + "x",
+			[]counter{{Count: 1, End: hourEnd}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rate.db")
+			writeFormat1(t, path, map[string][]counter{
+				string(old) + "a": {{Count: 7, End: hourEnd}, {Count: 2, End: minuteEnd}},
+				tc.bad:            tc.cs,
+			}, nil)
+			db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
+			require.NoError(t, err)
+			defer db.Close()
+			assert.Equal(t, int64(1), db.Stats().CorruptSkipped)
+			assert.Equal(t, int64(1), db.Stats().WindowsOnDisk)
+			l, err := db.Layered(FixedWindow, Tier{Scale: time.Hour, Limit: 10}, Tier{Scale: time.Minute, Limit: 2})
+			require.NoError(t, err)
+			got, err := l.Get(ctx, "a")
+			require.NoError(t, err)
+			assert.Equal(t, []int64{7, 2}, got)
+			got, err = l.Get(ctx, "x")
+			require.NoError(t, err)
+			assert.Equal(t, []int64{0, 0}, got)
+			require.NoError(t, db.Verify())
+		})
+	}
+}
