@@ -334,6 +334,19 @@ func (db *DB) removeLocked(sh *shard, h uint64, e *entry) (wasHot bool) {
 // memory without a Del (a snapshot writes it): every later offer of the key
 // is rejected (ShouldUpdate refuses to replace that entry, and the policy
 // holds h), and with a file every use of the key reads it.
+//
+// That gate cannot cover an entry of another key with the same 64-bit hash
+// (two live keys colliding: about n²/2⁶⁵ for n keys, 3 in a million at ten
+// million keys) offered before the removal: if its first Set is still
+// queued, the walk below offers it a second time, and it can end as above,
+// a cold entry held by the cache. That is accepted: nothing is counted
+// twice or lost (the shard map stays the truth, every count lives in the
+// entry, and hotWindows was added once, when the first Set was taken, and
+// subtracted once, when spill marked it cold), and nothing is stranded
+// hot outside the cache. The cost is speed for the keys of that one hash:
+// once the held entry has left memory, they stay cold (served through the
+// shard map and read from the file) until the cache evicts the hash; while
+// it is in memory, its next use offers it again, which updates it in place.
 func (db *DB) uncache(hs []uint64) {
 	if testBeforeUncache != nil {
 		testBeforeUncache()
