@@ -138,18 +138,23 @@ type RedisRow struct {
 	Errors   int64
 	Elapsed  time.Duration
 	P50, P99 time.Duration
-	// ServerPerCall is Redis's mean time per script call (µs), from INFO
-	// commandstats; RunRedis leaves it to the caller.
+	// ServerPerCall is Redis's mean time per script call (µs) over the
+	// timed hits, from INFO commandstats; RunRedis leaves it to the caller,
+	// which resets the statistics in RunRedis's timed function.
 	ServerPerCall float64
 }
 
 // PerSecond is the rate of allowed hits.
 func (r RedisRow) PerSecond() float64 { return float64(r.Allowed) / r.Elapsed.Seconds() }
 
-// RunRedis measures lim with callers goroutines for d over keys (one pass
-// over every key first, untimed, so that the timed part starts with every
-// key present).
-func RunRedis(lim RedisLimiter, name string, callers int, keys []string, d time.Duration) RedisRow {
+// RunRedis measures lim with callers goroutines for d over keys. It first
+// hits every key once, untimed, so that the timed part starts with every key
+// present; then, with no call in flight, it calls timed (unless nil), whose
+// error ends the run; then it times the hits. A caller that reads the
+// server's statistics for the row (INFO commandstats) resets them in timed,
+// so that they cover the timed hits and not the untimed pass, which creates
+// every key.
+func RunRedis(lim RedisLimiter, name string, callers int, keys []string, d time.Duration, timed func() error) (RedisRow, error) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for g := 0; g < callers; g++ { // warm-up: every key once
@@ -162,6 +167,11 @@ func RunRedis(lim RedisLimiter, name string, callers int, keys []string, d time.
 		}()
 	}
 	wg.Wait()
+	if timed != nil {
+		if err := timed(); err != nil {
+			return RedisRow{Limiter: name, Callers: callers, Keys: len(keys)}, err
+		}
+	}
 	type part struct {
 		lat             []time.Duration
 		allowed, errors int64
@@ -205,7 +215,7 @@ func RunRedis(lim RedisLimiter, name string, callers int, keys []string, d time.
 		row.P50 = all[len(all)/2]
 		row.P99 = all[len(all)*99/100]
 	}
-	return row
+	return row, nil
 }
 
 // RedisServer is a throwaway redis-server on a loopback port, without

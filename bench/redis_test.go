@@ -36,7 +36,10 @@ func TestRedisLimiters(t *testing.T) {
 				t.Fatalf("%s: hit %d: allowed %v, error %v", f.Name, i, ok, err)
 			}
 		}
-		r := RunRedis(lim, f.Name, 4, keys, 50*time.Millisecond)
+		r, err := RunRedis(lim, f.Name, 4, keys, 50*time.Millisecond, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
 		if r.Allowed == 0 || r.Allowed != r.Hits || r.Errors != 0 || r.P99 < r.P50 {
 			t.Errorf("%s: %+v", f.Name, r)
 		}
