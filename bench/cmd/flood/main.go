@@ -9,6 +9,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -18,31 +19,38 @@ import (
 	"github.com/ratedb/ratedb/bench"
 )
 
-func main() { os.Exit(run()) }
+func main() { os.Exit(run(os.Args[1:])) }
 
-// run is the command; it returns the exit status, 1 for an error or a wrong
-// count, once its deferred clean-up (the profile, the temporary directory)
-// has run.
-func run() (code int) {
-	keys := flag.Int("keys", 20_000_000, "distinct new keys, each hit once")
-	hot := flag.Int64("maxhot", 1_000_000, "ratedb Options.MaxHotKeys")
-	backlog := flag.Int64("backlog", 0, "ratedb Options.MaxSnapshotBacklog (0: its default, 262,144)")
-	g := flag.Int("goroutines", 0, "goroutines hitting (0: GOMAXPROCS)")
-	dir := flag.String("dir", "", "directory for the database file (default: a new temporary directory, removed afterwards)")
-	asJSON := flag.Bool("json", false, "print the result as JSON")
-	memprofile := flag.String("memprofile", "", "write a heap profile (read its alloc_space: every allocation of the run, by site) to this file at the end")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
-	flag.Parse()
+// run is the command with its arguments; it returns the exit status (0
+// after -h, 2 for bad flags, 1 for an error or a wrong count) once its
+// deferred clean-up (the profile, the temporary directory) has run.
+func run(args []string) (code int) {
+	fs := flag.NewFlagSet("flood", flag.ContinueOnError)
+	keys := fs.Int("keys", 20_000_000, "distinct new keys, each hit once")
+	hot := fs.Int64("maxhot", 1_000_000, "ratedb Options.MaxHotKeys")
+	backlog := fs.Int64("backlog", 0, "ratedb Options.MaxSnapshotBacklog (0: its default, 262,144)")
+	g := fs.Int("goroutines", 0, "goroutines hitting (0: GOMAXPROCS)")
+	dir := fs.String("dir", "", "directory for the database file (default: a new temporary directory, removed afterwards)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	memprofile := fs.String("memprofile", "", "write a heap profile (read its alloc_space: every allocation of the run, by site) to this file at the end")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2 // fs printed the error and the usage
+	}
 	stopProfile, err := bench.StartCPUProfile(*cpuprofile)
 	if err != nil {
-		log.Fatal(err)
+		log.Print(err)
+		return 1
 	}
 	defer stopProfile()
 	d := *dir
 	if d == "" {
 		tmp, err := os.MkdirTemp("", "ratedb-flood-")
 		if err != nil {
-			log.Fatal(err)
+			log.Print(err)
+			return 1
 		}
 		defer os.RemoveAll(tmp)
 		d = tmp
