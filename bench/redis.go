@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -216,6 +217,20 @@ func RunRedis(lim RedisLimiter, name string, callers int, keys []string, d time.
 		row.P99 = all[len(all)*99/100]
 	}
 	return row, nil
+}
+
+// NeedRedisServer skips the test when redis-server is not on PATH, or fails
+// it when RATEDB_REQUIRE_REDIS=1 (as scripts/test.sh sets), so that the
+// smoke tests of the Redis benchmark cannot pass unrun in CI.
+func NeedRedisServer(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		return
+	}
+	if os.Getenv("RATEDB_REQUIRE_REDIS") == "1" {
+		t.Fatal("redis-server is not on PATH and RATEDB_REQUIRE_REDIS=1 (install it: apt-get install -y redis-server)")
+	}
+	t.Skip("redis-server is not on PATH")
 }
 
 // RedisServer is a throwaway redis-server on a loopback port, without

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -10,13 +9,11 @@ import (
 )
 
 // TestRedisLimiters is the smoke test of the Redis benchmark: against a
-// real redis-server (skipped when there is none), every Redis-backed
-// limiter allows the benchmark's hits, and a short run of each measures
-// something.
+// real redis-server (skipped when there is none, failed then under
+// RATEDB_REQUIRE_REDIS=1), every Redis-backed limiter allows the
+// benchmark's hits, and a short run of each measures something.
 func TestRedisLimiters(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not on PATH")
-	}
+	NeedRedisServer(t)
 	srv, err := StartRedis(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -18,12 +16,7 @@ import (
 // dearer call than the timed ones, and was half of a 100,000-key row's
 // calls).
 func TestRowServerStatsCoverTimedHitsOnly(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("RATEDB_REQUIRE_REDIS") == "1" {
-			t.Fatal("redis-server is not on PATH and RATEDB_REQUIRE_REDIS=1 (install it: apt-get install -y redis-server)")
-		}
-		t.Skip("redis-server is not on PATH")
-	}
+	bench.NeedRedisServer(t)
 	srv, err := bench.StartRedis(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
