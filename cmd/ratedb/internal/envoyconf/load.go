@@ -1,7 +1,6 @@
 package envoyconf
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"io/fs"
@@ -52,32 +51,13 @@ func LoadWith(path string, o LoadOptions) (*Config, error) {
 // may keep the old one's size and mtime: a file of the Nix store (every
 // mtime is 1), a reproducible tarball's (SOURCE_DATE_EPOCH), `cp -p`'s, or
 // two writes within a filesystem's timestamp granularity. It returns ""
-// when path cannot be listed or a file's metadata cannot be read.
+// when path cannot be listed or a file's metadata cannot be read. Stamp
+// reads every file; a Watcher's polls read only the files that may have
+// changed.
 func Stamp(path string) string { return StampWith(path, LoadOptions{}) }
 
 // StampWith is Stamp of the files LoadWith(path, o) reads.
-func StampWith(path string, o LoadOptions) string {
-	files, err := configPaths(path, o)
-	if err != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, f := range files {
-		fi, err := os.Stat(f.path)
-		if err != nil {
-			return ""
-		}
-		fmt.Fprintf(&b, "%s\x00%d\x00%d\x00", f.path, fi.Size(), fi.ModTime().UnixNano())
-		if data, err := readLimited(f); err != nil {
-			// Unreadable (the load fails): the stamp changes when it
-			// becomes readable.
-			fmt.Fprintf(&b, "error %v\x00", err)
-		} else {
-			fmt.Fprintf(&b, "%x\x00", sha256.Sum256(data))
-		}
-	}
-	return b.String()
-}
+func StampWith(path string, o LoadOptions) string { return NewWatcher(path, o).stamp() }
 
 // configFile is one file to load: where to read it and its name in errors
 // and in Config.Files.
@@ -160,25 +140,37 @@ func readFiles(path string, o LoadOptions) ([]File, error) {
 }
 
 func readLimited(cf configFile) ([]byte, error) {
+	data, _, err := readFile(cf)
+	return data, err
+}
+
+// readFile reads cf and returns its contents with the status of the file
+// it read, taken before reading (so that a change made during the read
+// changes the file's status after it).
+func readFile(cf configFile) ([]byte, os.FileInfo, error) {
 	fi, err := os.Stat(cf.path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		// A fifo would block the read (and goruntime with it).
-		return nil, fmt.Errorf("%w: %s: not a regular file", ErrInvalidConfig, cf.name)
+		return nil, nil, fmt.Errorf("%w: %s: not a regular file", ErrInvalidConfig, cf.name)
 	}
 	f, err := os.Open(cf.path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
+	// The status of the file opened, which cf.path may no longer name.
+	if fi, err = f.Stat(); err != nil {
+		return nil, nil, err
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("%w: %s: file larger than %d bytes", ErrInvalidConfig, cf.name, maxFileSize)
+		return nil, nil, fmt.Errorf("%w: %s: file larger than %d bytes", ErrInvalidConfig, cf.name, maxFileSize)
 	}
-	return data, nil
+	return data, fi, nil
 }

@@ -10,6 +10,12 @@ import (
 // and the error is returned.
 func (s *Server) Reload(path string) error {
 	cfg, err := envoyconf.LoadWith(path, s.opts.Load)
+	return s.Apply(path, cfg, err)
+}
+
+// Apply is Reload with the load done: cfg and err are what loading the
+// config at path returned (by envoyconf.LoadWith or a Watcher).
+func (s *Server) Apply(path string, cfg *envoyconf.Config, err error) error {
 	if err != nil {
 		s.opts.Logger.Error("envoy config: reload failed, keeping the previous config", "path", path, "err", err)
 		return err

@@ -85,13 +85,13 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 		return nil, nil
 	}
 	var cfg *envoyconf.Config
-	// Stamp before loading, so that a change made during or after the
-	// load is seen by the first poll.
 	lo := envoyconf.LoadOptions{IgnoreDotFiles: e.IgnoreDotFiles, MergeDomains: e.MergeDomains}
-	last := envoyconf.StampWith(e.Config, lo)
+	// The watcher compares each poll's files with the version its last
+	// Load read, so a change made during or after this load is polled.
+	w := envoyconf.NewWatcher(e.Config, lo)
 	if e.Config != "" {
 		var err error
-		if cfg, err = envoyconf.LoadWith(e.Config, lo); err != nil {
+		if cfg, err = w.Load(); err != nil {
 			return nil, fmt.Errorf("--envoy-config: %w", err)
 		}
 		log.Info("envoy config: loaded", "path", e.Config, "files", len(cfg.Files()), "rules", len(cfg.Rules()))
@@ -138,12 +138,11 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 				return
 			case <-e.Reload:
 				log.Info("envoy config: SIGHUP")
-				last = envoyconf.StampWith(e.Config, lo)
-				_ = srv.Reload(e.Config) // logged by Reload
+				cfg, err := w.Load()
+				_ = srv.Apply(e.Config, cfg, err) // logged by Apply
 			case <-poll:
-				if cur := envoyconf.StampWith(e.Config, lo); cur != last {
-					last = cur
-					_ = srv.Reload(e.Config)
+				if cfg, changed, err := w.Poll(); changed {
+					_ = srv.Apply(e.Config, cfg, err)
 				}
 			}
 		}
