@@ -174,7 +174,7 @@ func runServe(args []string, stderr io.Writer) error {
 	fs.StringVar(&c.Envoy.Config, "envoy-config", "", "envoyproxy/ratelimit YAML config: a file or a directory (`PATH`; every file below it, as envoyproxy/ratelimit loads its config directory); reloaded on SIGHUP and when its files change")
 	fs.BoolVar(&c.Envoy.IgnoreDotFiles, "envoy-config-ignore-dotfiles", false, "skip files and directories of --envoy-config whose names start with a dot, as envoyproxy/ratelimit's RUNTIME_IGNOREDOTFILES=true (set it for a Kubernetes ConfigMap volume)")
 	fs.BoolVar(&c.Envoy.MergeDomains, "envoy-config-merge-domains", false, "merge the descriptors of a domain declared in several files of --envoy-config instead of refusing it, as envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG=true")
-	fs.DurationVar(&c.Envoy.Poll, "envoy-config-poll", 2*time.Second, "how often --envoy-config's files are checked for changes (0: only on SIGHUP)")
+	fs.DurationVar(&c.Envoy.Poll, "envoy-config-poll", 2*time.Second, "how often --envoy-config's files are checked for changes; a change is loaded once two checks in a row see it (0: only on SIGHUP)")
 	fs.BoolVar(&c.Envoy.ShadowMode, "envoy-shadow-mode", false, "answer every Envoy request OK overall, whatever its limits decide (statuses and counting unchanged), as envoyproxy/ratelimit's SHADOW_MODE=true")
 	fs.BoolVar(&c.Envoy.QuotaMode, "envoy-quota-mode", false, "treat every Envoy limit as quota_mode, as envoyproxy/ratelimit's QUOTA_MODE=true")
 	fs.BoolVar(&c.Envoy.Independent, "envoy-independent", false, "count each descriptor of a request on its own, as envoyproxy/ratelimit does (default: all-or-nothing)")

@@ -21,6 +21,14 @@ const racyWindow = 3 * time.Second
 // A Watcher loads the config at a path (a file or a directory, as LoadWith)
 // and tells, poll by poll, when its files have changed.
 //
+// A change is loaded once two polls in a row see the same files, and only
+// if the files the load reads are still those: a file being rewritten in
+// place (truncated, then written) is not loaded half-written, where a valid
+// prefix of it (its domain line alone) would leave its domain without
+// limits, unless its writer pauses for longer than the interval between
+// polls. Replacing files by rename (mv, a symlink swap, a Kubernetes
+// ConfigMap update) never shows a half-written file.
+//
 // A poll lists the files and reads only those that may have changed: a
 // file whose status (device, inode, size, mode, mtime and ctime) is the one
 // it had when the Watcher last hashed it, at least 3 s after its last
@@ -44,8 +52,9 @@ type Watcher struct {
 	// hashed holds, by path, the files whose hash is trusted while their
 	// status stays the same.
 	hashed map[string]hashedFile
-	// last is the stamp of the files the last Load read.
-	last string
+	// last is the stamp of the files last loaded (by Load or Poll), seen
+	// that of the files the last poll saw.
+	last, seen string
 	// reads counts the files read, for tests.
 	reads int
 }
@@ -69,26 +78,40 @@ func NewWatcher(path string, o LoadOptions) *Watcher {
 	return &Watcher{path: path, opts: o, now: time.Now, hashed: map[string]hashedFile{}}
 }
 
-// Load reads every file and parses them as LoadWith does; later polls
-// compare the files with the version Load read, valid or not.
+// Load reads every file and parses them as LoadWith does, at once; later
+// polls compare the files with the version Load read, valid or not.
 func (w *Watcher) Load() (*Config, error) {
 	stamp, files, err := w.scan(true)
-	w.last = stamp
+	w.last, w.seen = stamp, stamp
 	if err != nil {
 		return nil, err
 	}
 	return ParseWith(files, w.opts)
 }
 
-// Poll tells whether the files changed since the last Load and, if they
-// did, loads them: changed is then true and cfg and err are Load's (on
-// error, the caller keeps its previous config; the next change is polled
-// as usual).
+// Poll tells whether the files have changed since they were last loaded
+// and have stayed the same since the previous poll; if so, it loads them:
+// changed is then true and cfg and err are the load's (on error, the
+// caller keeps its previous config, and the files are loaded again once
+// they change). A change seen for the first time, or made while the load
+// read the files, waits for the next poll.
 func (w *Watcher) Poll() (cfg *Config, changed bool, err error) {
-	if w.stamp() == w.last {
+	cur, prev := w.stamp(), w.seen
+	w.seen = cur
+	if cur == w.last || cur != prev {
 		return nil, false, nil
 	}
-	cfg, err = w.Load()
+	stamp, files, err := w.scan(true)
+	if stamp != cur {
+		// Changed again while being read.
+		w.seen = stamp
+		return nil, false, nil
+	}
+	w.last = stamp
+	if err != nil {
+		return nil, true, err
+	}
+	cfg, err = ParseWith(files, w.opts)
 	return cfg, true, err
 }
 

@@ -65,6 +65,9 @@ func TestWatcherPollReadsOnlyFilesThatMayHaveChanged(t *testing.T) {
 		require.Equal(t, before.Size(), after.Size())
 		require.True(t, before.ModTime().Equal(after.ModTime()))
 
+		_, changed, err := w.Poll()
+		require.NoError(t, err)
+		require.False(t, changed, "loaded at the next poll")
 		c, changed, err := w.Poll()
 		require.NoError(t, err)
 		require.True(t, changed)
@@ -89,4 +92,42 @@ func TestWatcherPollReadsOnlyFilesThatMayHaveChanged(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, reads, w.reads, "trusted again")
 	})
+}
+
+// A file rewritten between the poll that saw it settled and the load's
+// read of it is not loaded: the load waits for the next poll.
+func TestWatcherPollWaitsWhenFilesChangeDuringTheLoad(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "edge.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(limitYAML(1)), 0o600))
+	w := NewWatcher(dir, LoadOptions{})
+	_, err := w.Load()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, []byte(limitYAML(2)), 0o600))
+	_, changed, err := w.Poll()
+	require.NoError(t, err)
+	require.False(t, changed, "seen once")
+
+	// Scan calls now once per file, before reading it: the second call of
+	// the next poll is the load's, and a writer truncates the file then.
+	calls := 0
+	w.now = func() time.Time {
+		if calls++; calls == 2 {
+			require.NoError(t, os.WriteFile(file, []byte("domain: edge\n"), 0o600))
+		}
+		return time.Now()
+	}
+	_, changed, err = w.Poll()
+	require.NoError(t, err)
+	assert.False(t, changed, "the file the load read is not the one the polls saw settled")
+	require.Equal(t, 2, calls)
+
+	require.NoError(t, os.WriteFile(file, []byte(limitYAML(3)), 0o600))
+	_, changed, err = w.Poll()
+	require.NoError(t, err)
+	require.False(t, changed, "seen once")
+	c, changed, err := w.Poll()
+	require.NoError(t, err)
+	require.True(t, changed)
+	assert.EqualValues(t, 3, userLimit(t, c))
 }
