@@ -1,7 +1,7 @@
 // Package metrics is the service's Prometheus registry: the decision core's
 // per-rule metrics (the rule name is the only label: never a client_id or a
-// route), the DB-level collector of ratedbprom, memory in use, and the Go
-// and process collectors.
+// route), the DB-level collector of ratedbprom, memory in use, the loads of
+// the Envoy config, and the Go and process collectors.
 package metrics
 
 import (

@@ -11,6 +11,7 @@ import (
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/envoyconf"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/grpcapi"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/metrics"
 )
 
 // EnvoyConfig is what the Envoy rate limit service is told by its flags
@@ -79,8 +80,9 @@ func (e *envoyService) Rules() any {
 }
 
 // startEnvoy starts the gRPC server when --grpc is set; it returns nil
-// otherwise. The config at e.Config (if any) must load, or it fails.
-func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, error) {
+// otherwise. The config at e.Config (if any) must load, or it fails; its
+// loads are recorded in m.
+func startEnvoy(e EnvoyConfig, cr *core.Core, m *metrics.Metrics, log *slog.Logger) (*envoyService, error) {
 	if e.GRPC == "" {
 		return nil, nil
 	}
@@ -89,11 +91,14 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 	// The watcher compares each poll's files with the version its last
 	// Load read, so a change made during or after this load is polled.
 	w := envoyconf.NewWatcher(e.Config, lo)
+	var loads *metrics.EnvoyConfigLoads
 	if e.Config != "" {
 		var err error
 		if cfg, err = w.Load(); err != nil {
 			return nil, fmt.Errorf("--envoy-config: %w", err)
 		}
+		loads = m.EnvoyConfig()
+		loads.Loaded(time.Now())
 		log.Info("envoy config: loaded", "path", e.Config, "files", len(cfg.Files()), "rules", len(cfg.Rules()))
 	} else {
 		log.Warn("--grpc without --envoy-config: no domain is configured, so every descriptor answers OK with no limit")
@@ -139,10 +144,10 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, log *slog.Logger) (*envoyService, 
 			case <-e.Reload:
 				log.Info("envoy config: SIGHUP")
 				cfg, err := w.Load()
-				_ = srv.Apply(e.Config, cfg, err) // logged by Apply
+				loads.Reloaded(time.Now(), srv.Apply(e.Config, cfg, err)) // logged by Apply
 			case <-poll:
 				if cfg, changed, err := w.Poll(); changed {
-					_ = srv.Apply(e.Config, cfg, err)
+					loads.Reloaded(time.Now(), srv.Apply(e.Config, cfg, err))
 				}
 			}
 		}

@@ -81,7 +81,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 
 	m := metrics.New(st.collectors...)
 	cr := core.New(st.store, core.Options{Observer: m, FailOpen: c.FailOpen})
-	envoy, err := startEnvoy(c.Envoy, cr, log)
+	envoy, err := startEnvoy(c.Envoy, cr, m, log)
 	if err != nil {
 		return errors.Join(err, closeDB())
 	}
