@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
@@ -68,7 +69,7 @@ func (e *EnvoyConfig) validate(p []string, given map[string]bool) []string {
 // envoyService is the running gRPC side of `ratedb serve`.
 type envoyService struct {
 	srv    *grpcapi.Server
-	stopFn func(ctx context.Context)
+	stopFn func(ctx context.Context) bool
 }
 
 // Rules returns the Envoy rules for GET /v1/rules (nil when not serving).
@@ -110,10 +111,11 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, m *metrics.Metrics, log *slog.Logg
 	srv := grpcapi.New(cr, cfg, &grpcapi.Options{Independent: e.Independent, Logger: log, Load: lo,
 		ShadowMode: e.ShadowMode, QuotaMode: e.QuotaMode})
 	g, health := grpcapi.NewGRPCServer(srv, tlsConf)
-	ln, err := net.Listen("tcp", e.GRPC)
+	inner, err := net.Listen("tcp", e.GRPC)
 	if err != nil {
 		return nil, fmt.Errorf("--grpc: %w", err)
 	}
+	ln := &trackingListener{Listener: inner, conns: map[*trackedConn]struct{}{}}
 	log.Info("listening (gRPC, Envoy rate limit service)", "addr", ln.Addr().String(), "tls", tlsConf != nil,
 		"client_certs", tlsConf != nil && tlsConf.ClientCAs != nil, "all_or_nothing", !e.Independent,
 		"shadow_mode", e.ShadowMode, "quota_mode", e.QuotaMode)
@@ -152,26 +154,96 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, m *metrics.Metrics, log *slog.Logg
 			}
 		}
 	}()
-	stop := func(sctx context.Context) {
+	stop := func(sctx context.Context) bool {
 		health.Shutdown()
 		cancel()
 		stopped := make(chan struct{})
 		go func() { g.GracefulStop(); close(stopped) }()
+		forced := false
 		select {
 		case <-stopped:
 		case <-sctx.Done():
+			forced = true
+			log.Warn("shutdown: gRPC calls or connections still open after --shutdown-timeout; cutting them off")
+			// grpc-go's Stop waits for the connections still in their
+			// handshake (up to 2 minutes for one that sends nothing):
+			// closing them first makes the forced stop immediate.
+			ln.closeAll()
 			g.Stop()
 		}
 		<-done
 		<-done
+		return forced
 	}
 	return &envoyService{srv: srv, stopFn: stop}, nil
 }
 
 // stop stops accepting gRPC calls and waits for those in flight until ctx
-// is done. Safe on nil.
-func (e *envoyService) stop(ctx context.Context) {
-	if e != nil {
-		e.stopFn(ctx)
+// is done, then cuts off those still open. It reports whether it had to
+// cut any off. Safe on nil.
+func (e *envoyService) stop(ctx context.Context) bool {
+	if e == nil {
+		return false
 	}
+	return e.stopFn(ctx)
+}
+
+// trackingListener is a net.Listener that keeps the connections it
+// accepted until they are closed, so that a forced stop can close them
+// all: grpc.Server.Stop closes the connections it serves, but waits for
+// those still in their handshake, which a client that connects and sends
+// nothing holds open for grpc-go's whole connection timeout.
+type trackingListener struct {
+	net.Listener
+	mu     sync.Mutex
+	conns  map[*trackedConn]struct{}
+	closed bool
+}
+
+// Accept returns the next connection, already closed once closeAll has
+// run.
+func (l *trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, l: l}
+	l.mu.Lock()
+	closed := l.closed
+	if !closed {
+		l.conns[tc] = struct{}{}
+	}
+	l.mu.Unlock()
+	if closed {
+		_ = c.Close()
+	}
+	return tc, nil
+}
+
+// closeAll closes every connection accepted and not yet closed, and those
+// accepted after it.
+func (l *trackingListener) closeAll() {
+	l.mu.Lock()
+	l.closed = true
+	conns := l.conns
+	l.conns = nil
+	l.mu.Unlock()
+	for c := range conns {
+		_ = c.Conn.Close()
+	}
+}
+
+// trackedConn is a connection of a trackingListener, which forgets it
+// when it is closed.
+type trackedConn struct {
+	net.Conn
+	l *trackingListener
+}
+
+// Close closes the connection and removes it from its listener's set.
+func (c *trackedConn) Close() error {
+	c.l.mu.Lock()
+	delete(c.l.conns, c)
+	c.l.mu.Unlock()
+	return c.Conn.Close()
 }

@@ -159,7 +159,9 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	} else if err != nil {
 		errs = append(errs, fmt.Errorf("shutdown: %w", err))
 	}
-	envoy.stop(ctx)
+	if envoy.stop(ctx) {
+		errs = append(errs, fmt.Errorf("shutdown: gRPC calls or connections still open after --shutdown-timeout %v were cut off", c.ShutdownTimeout))
+	}
 	<-reloadDone
 	if err := closeDB(); err != nil {
 		errs = append(errs, err)
