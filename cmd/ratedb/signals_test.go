@@ -56,6 +56,9 @@ func TestFlagsWithoutTheirFeatureRefused(t *testing.T) {
 		{[]string{"--envoy-config-poll", "5s"}, "need --envoy-config"},
 		{[]string{"--grpc", "127.0.0.1:0", "--envoy-config-merge-domains"}, "need --envoy-config"},
 		{[]string{"--grpc", "127.0.0.1:0", "--envoy-config-ignore-dotfiles"}, "need --envoy-config"},
+		{[]string{"--grpc-max-concurrent-streams", "100"}, "--grpc-max-concurrent-streams needs --grpc"},
+		{[]string{"--grpc", "127.0.0.1:0", "--grpc-max-concurrent-streams", "0"}, "--grpc-max-concurrent-streams must be from 1 to 4294967295"},
+		{[]string{"--grpc", "127.0.0.1:0", "--grpc-max-concurrent-streams", "4294967296"}, "--grpc-max-concurrent-streams must be from 1 to 4294967295"},
 	} {
 		_, stderr, code := runTool(t, append([]string{"serve", "--db", db, "--http", "127.0.0.1:0"}, tc.args...)...)
 		assert.Equal(t, 1, code, "%v", tc.args)

@@ -62,14 +62,33 @@ func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 // may carry, counted as HTTP/2 does (name, value and 32 bytes per field).
 const MaxHeaderListSize = 16 << 10
 
+// DefaultMaxConcurrentStreams is the default number of calls (health Watch
+// streams included) that one client connection may have open at once
+// (--grpc-max-concurrent-streams); grpc-go's own default is unlimited. It
+// is Envoy's default circuit breaker max_requests (1024 per cluster), so an
+// Envoy with default thresholds never has more calls in flight to the
+// service, on one connection or on all. An Envoy with raised thresholds
+// honours the limit the server advertises (HTTP/2 SETTINGS) and opens
+// another connection when one is full; a grpc-go client waits for a free
+// stream.
+const DefaultMaxConcurrentStreams = 1024
+
 // NewGRPCServer returns a gRPC server with s registered as the v3
 // RateLimitService and a grpc.health.v1 service reporting SERVING for ""
 // and for envoy.service.ratelimit.v3.RateLimitService. Call the returned
 // health server's Shutdown before stopping to report NOT_SERVING and end
-// the Watch streams. tlsConf nil serves plaintext.
-func NewGRPCServer(s *Server, tlsConf *tls.Config) (*grpc.Server, *Health) {
+// the Watch streams. tlsConf nil serves plaintext. maxStreams bounds the
+// calls open at once on one connection; 0 means
+// DefaultMaxConcurrentStreams.
+func NewGRPCServer(s *Server, tlsConf *tls.Config, maxStreams uint32) (*grpc.Server, *Health) {
+	if maxStreams == 0 {
+		maxStreams = DefaultMaxConcurrentStreams
+	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(1 << 20),
+		// Calls past the limit wait on the client's side (grpc-go's
+		// default would let one connection open any number of them).
+		grpc.MaxConcurrentStreams(maxStreams),
 		// Request headers (metadata) as the HTTP API bounds them: grpc-go's
 		// default of 16 MiB is outside MaxRecvMsgSize, and a health Watch
 		// stream keeps its headers for as long as its client likes.

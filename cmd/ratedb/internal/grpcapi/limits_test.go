@@ -4,7 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,6 +14,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/grpcapi"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 )
 
 // Request headers (gRPC metadata) are bounded as the HTTP API bounds its
@@ -41,4 +46,41 @@ func TestGRPCRequestHeadersAreBounded(t *testing.T) {
 		_, err = w.Recv()
 	}
 	require.Error(t, err, "a Watch stream with 64 KiB of headers must be refused")
+}
+
+// One client connection may have at most DefaultMaxConcurrentStreams calls
+// open at once, and says so in its SETTINGS frame: grpc-go's default is
+// unlimited, so one connection could open any number of calls (health Watch
+// streams last as long as their client likes). 1024 is Envoy's default
+// circuit breaker max_requests, so a default Envoy is never held back.
+func TestGRPCConcurrentStreamsAreBoundedByDefault(t *testing.T) {
+	f := start(t, nil)
+	n, ok := proctest.AdvertisedMaxStreams(t, f.addr)
+	require.True(t, ok, "the server must advertise SETTINGS_MAX_CONCURRENT_STREAMS")
+	assert.Equal(t, uint32(grpcapi.DefaultMaxConcurrentStreams), n)
+	assert.Equal(t, 1024, grpcapi.DefaultMaxConcurrentStreams)
+}
+
+// A call past the limit waits (a grpc-go client, as Envoy, holds it until a
+// stream is free) instead of running; it runs once a stream is free.
+func TestGRPCCallsPastTheStreamLimitWait(t *testing.T) {
+	f := startStreams(t, nil, 0, 1)
+	watchCtx, endWatch := context.WithCancel(context.Background())
+	defer endWatch()
+	w, err := healthpb.NewHealthClient(f.conn).Watch(watchCtx, &healthpb.HealthCheckRequest{})
+	require.NoError(t, err)
+	_, err = w.Recv()
+	require.NoError(t, err, "the Watch holds the connection's only stream")
+
+	req := &rlsv3.RateLimitRequest{Domain: "basic", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("key1", "foo")}}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = f.client.ShouldRateLimit(ctx, req)
+	require.Equal(t, codes.DeadlineExceeded, status.Code(err), "a second call must wait, not run: %v", err)
+
+	endWatch()
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = f.client.ShouldRateLimit(ctx, req)
+	require.NoError(t, err, "the call runs once the stream is free")
 }

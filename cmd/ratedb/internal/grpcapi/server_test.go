@@ -44,6 +44,7 @@ type fixture struct {
 	srv    *grpcapi.Server
 	db     *ratedb.DB
 	dir    string
+	addr   string
 }
 
 func start(t *testing.T, opts *grpcapi.Options) *fixture {
@@ -54,6 +55,13 @@ func start(t *testing.T, opts *grpcapi.Options) *fixture {
 // startSkewed is start with the store's clock (the DB's and the core's)
 // skew ahead of the server's (negative: behind).
 func startSkewed(t *testing.T, opts *grpcapi.Options, skew time.Duration) *fixture {
+	t.Helper()
+	return startStreams(t, opts, skew, 0)
+}
+
+// startStreams is startSkewed with a gRPC server whose connections may have
+// at most maxStreams calls open (0: the default).
+func startStreams(t *testing.T, opts *grpcapi.Options, skew time.Duration, maxStreams uint32) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	names, err := filepath.Glob(filepath.Join(integrationDir, "*.yaml"))
@@ -76,7 +84,7 @@ func startSkewed(t *testing.T, opts *grpcapi.Options, skew time.Duration) *fixtu
 		o.Clock = clock
 	}
 	srv := grpcapi.New(core.New(core.DBStore{DB: db}, core.Options{Clock: storeClock}), cfg, &o)
-	g, _ := grpcapi.NewGRPCServer(srv, nil)
+	g, _ := grpcapi.NewGRPCServer(srv, nil, maxStreams)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = g.Serve(lis) }()
@@ -84,7 +92,7 @@ func startSkewed(t *testing.T, opts *grpcapi.Options, skew time.Duration) *fixtu
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	return &fixture{client: rlsv3.NewRateLimitServiceClient(conn), conn: conn, srv: srv, db: db, dir: dir}
+	return &fixture{client: rlsv3.NewRateLimitServiceClient(conn), conn: conn, srv: srv, db: db, dir: dir, addr: lis.Addr().String()}
 }
 
 // desc builds a descriptor from key, value pairs.

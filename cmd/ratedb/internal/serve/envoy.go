@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -19,8 +20,8 @@ import (
 // (see main.go): --grpc, --envoy-config, --envoy-independent,
 // --envoy-config-poll, --envoy-config-ignore-dotfiles,
 // --envoy-config-merge-domains, --envoy-shadow-mode, --envoy-quota-mode,
-// --grpc-tls-cert,
-// --grpc-tls-key, --grpc-client-ca.
+// --grpc-tls-cert, --grpc-tls-key, --grpc-client-ca,
+// --grpc-max-concurrent-streams.
 type EnvoyConfig struct {
 	GRPC           string
 	Config         string
@@ -33,6 +34,9 @@ type EnvoyConfig struct {
 	TLSCert        string
 	TLSKey         string
 	TLSClientCA    string
+	// MaxStreams bounds the calls open at once on one gRPC connection; 0
+	// means grpcapi.DefaultMaxConcurrentStreams (the flag refuses 0).
+	MaxStreams uint
 	// Reload delivers SIGHUP: each value reloads Config.
 	Reload <-chan struct{}
 }
@@ -56,6 +60,12 @@ func (e *EnvoyConfig) validate(p []string, given map[string]bool) []string {
 		if e.TLSCert != "" || e.TLSKey != "" || e.TLSClientCA != "" {
 			p = append(p, "--grpc-tls-* need --grpc")
 		}
+		if given["grpc-max-concurrent-streams"] {
+			p = append(p, "--grpc-max-concurrent-streams needs --grpc")
+		}
+	}
+	if (given["grpc-max-concurrent-streams"] && e.MaxStreams == 0) || e.MaxStreams > math.MaxUint32 {
+		p = append(p, fmt.Sprintf("--grpc-max-concurrent-streams must be from 1 to %d", uint64(math.MaxUint32)))
 	}
 	if e.Config == "" && (e.IgnoreDotFiles || e.MergeDomains || given["envoy-config-poll"]) {
 		p = append(p, "--envoy-config-ignore-dotfiles, --envoy-config-merge-domains and --envoy-config-poll need --envoy-config")
@@ -110,7 +120,7 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, m *metrics.Metrics, log *slog.Logg
 	}
 	srv := grpcapi.New(cr, cfg, &grpcapi.Options{Independent: e.Independent, Logger: log, Load: lo,
 		ShadowMode: e.ShadowMode, QuotaMode: e.QuotaMode})
-	g, health := grpcapi.NewGRPCServer(srv, tlsConf)
+	g, health := grpcapi.NewGRPCServer(srv, tlsConf, uint32(e.MaxStreams))
 	inner, err := net.Listen("tcp", e.GRPC)
 	if err != nil {
 		return nil, fmt.Errorf("--grpc: %w", err)
@@ -118,7 +128,7 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, m *metrics.Metrics, log *slog.Logg
 	ln := &trackingListener{Listener: inner, conns: map[*trackedConn]struct{}{}}
 	log.Info("listening (gRPC, Envoy rate limit service)", "addr", ln.Addr().String(), "tls", tlsConf != nil,
 		"client_certs", tlsConf != nil && tlsConf.ClientCAs != nil, "all_or_nothing", !e.Independent,
-		"shadow_mode", e.ShadowMode, "quota_mode", e.QuotaMode)
+		"shadow_mode", e.ShadowMode, "quota_mode", e.QuotaMode, "max_concurrent_streams", e.MaxStreams)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() {
