@@ -117,6 +117,24 @@ func TestCompactShrinksExpiredWindows(t *testing.T) {
 	require.NoError(t, db.Close())
 }
 
+// An operator who configured admin keys but no client key did not ask for
+// a random development key that opens the check API: none is generated, a
+// warning says that only the admin keys may check, and they can.
+func TestAdminKeysOnlyGetNoDevKey(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "s.db")
+	s := startEnv(t, db, []string{"RATEDB_API_KEYS=", "RATEDB_ADMIN_KEYS=" + adminKey}, "--log-format", "json")
+	code, _, body := s.do("POST", "/v1/check", adminKey, `{"client_id":"c","route":"/r"}`)
+	require.Equal(t, 200, code, "an admin key may check: %s", body)
+	code, _, _ = s.do("POST", "/v1/check", clientKey, `{"client_id":"c","route":"/r"}`)
+	assert.Equal(t, 401, code)
+	require.Equal(t, 0, s.stop(syscall.SIGTERM))
+	logs := s.stderr.String()
+	assert.NotContains(t, logs, "X-API-Key:", "no development key printed")
+	assert.NotContains(t, logs, "development")
+	assert.Contains(t, logs, `"level":"WARN","msg":"no client API key configured (--api-keys-file or RATEDB_API_KEYS): only admin keys may call the check API"`)
+}
+
 func TestDevKeyAndLogs(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "s.db")

@@ -100,6 +100,9 @@ func load(s Source) ([][sha256.Size]byte, error) {
 // HasClientKeys reports whether any client key is configured.
 func (k *Keys) HasClientKeys() bool { return len(k.client) > 0 }
 
+// HasAdminKeys reports whether any admin key is configured.
+func (k *Keys) HasAdminKeys() bool { return len(k.admin) > 0 }
+
 // AddClient returns a copy of k that also accepts key as a client key.
 func (k *Keys) AddClient(key string) *Keys {
 	c := *k

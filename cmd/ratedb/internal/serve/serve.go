@@ -72,11 +72,17 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 		}
 		log.Info("imported rules", "file", c.Rules, "rules", len(fileRules))
 	}
-	if !k.HasClientKeys() {
+	switch {
+	case k.HasClientKeys():
+	case k.HasAdminKeys():
+		// Keys were configured: a random key nobody asked for must not
+		// open the check API. Admin keys may check.
+		log.Warn("no client API key configured (--api-keys-file or RATEDB_API_KEYS): only admin keys may call the check API")
+	default:
 		dev := keys.Generate()
 		k = k.AddClient(dev)
-		fmt.Fprintf(stderr, "ratedb: no client API key configured (--api-keys-file or RATEDB_API_KEYS); "+
-			"generated one for development only, valid until this process exits:\n\n    X-API-Key: %s\n\n", dev)
+		fmt.Fprintf(stderr, "ratedb: no API key configured (--api-keys-file, --admin-keys-file, RATEDB_API_KEYS, RATEDB_ADMIN_KEYS); "+
+			"generated a client key for development only, valid until this process exits:\n\n    X-API-Key: %s\n\n", dev)
 	}
 
 	m := metrics.New(st.collectors...)
