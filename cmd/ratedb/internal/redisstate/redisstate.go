@@ -34,7 +34,11 @@ const Timeout = 100 * time.Millisecond
 // URLs) for a Cluster. The URLs of a Cluster list must agree on the user,
 // password and TLS (they apply to every node) and name no database other
 // than 0 and no options: what a Cluster client cannot use is refused, not
-// dropped. It does not contact Redis.
+// dropped. With rediss://, go-redis shares one TLS configuration among all
+// the nodes (those listed and those it discovers), so every node's
+// certificate is verified against the host of the first URL of the list:
+// the nodes' certificates must all be valid for that name. It does not
+// contact Redis.
 func NewClient(spec string) (redis.UniversalClient, error) {
 	if strings.Contains(spec, ",") {
 		var addrs []string
@@ -62,7 +66,9 @@ func NewClient(spec string) (redis.UniversalClient, error) {
 				case base != nil && (o.Username != base.Username || o.Password != base.Password || (o.TLSConfig == nil) != (base.TLSConfig == nil)):
 					return nil, errors.New("--redis: the Cluster URLs disagree on the user, the password or TLS (redis:// or rediss://)")
 				}
-				base = o
+				if base == nil {
+					base = o
+				}
 				a = o.Addr
 			} else if h, p, err := net.SplitHostPort(a); err != nil || h == "" || p == "" || strings.ContainsAny(a, "@/?#") {
 				// Never pass on a (go-redis would log it at every dial):

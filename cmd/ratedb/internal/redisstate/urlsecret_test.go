@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/redisstate"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -62,4 +63,21 @@ func TestClusterURLsAreUsedOrRefused(t *testing.T) {
 		require.NoError(t, err, spec)
 		_ = c.Close()
 	}
+}
+
+// go-redis verifies every Cluster node's TLS certificate against the one
+// ServerName of ClusterOptions.TLSConfig (it shares that configuration
+// among the nodes, discovered ones included). It is the host of the first
+// URL of the list, as the README says (and as go-redis's ParseClusterURL
+// picks it), not whichever URL came last.
+func TestClusterTLSNameIsTheFirstURLsHost(t *testing.T) {
+	c, err := redisstate.NewClient("rediss://first.example:6379,second.example:6380,rediss://third.example:6381")
+	require.NoError(t, err)
+	defer c.Close()
+	cc, ok := c.(*redis.ClusterClient)
+	require.True(t, ok, "a comma list is a Cluster client")
+	tc := cc.Options().TLSConfig
+	require.NotNil(t, tc, "rediss:// turns TLS on for every node")
+	assert.Equal(t, "first.example", tc.ServerName)
+	assert.Equal(t, []string{"first.example:6379", "second.example:6380", "third.example:6381"}, cc.Options().Addrs)
 }
