@@ -62,6 +62,14 @@ func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 // may carry, counted as HTTP/2 does (name, value and 32 bytes per field).
 const MaxHeaderListSize = 16 << 10
 
+// HandshakeTimeout bounds how long a new connection may take to finish its
+// handshake (TLS, then the HTTP/2 preface and settings), as the HTTP API's
+// read-header timeout bounds a request's headers. grpc-go's default is 2
+// minutes, and its graceful stop waits for connections in their handshake:
+// one client that connects and sends nothing would hold the stop, and the
+// final snapshot after it, until --shutdown-timeout.
+const HandshakeTimeout = 5 * time.Second
+
 // DefaultMaxConcurrentStreams is the default number of calls (health Watch
 // streams included) that one client connection may have open at once
 // (--grpc-max-concurrent-streams); grpc-go's own default is unlimited. It
@@ -89,6 +97,7 @@ func NewGRPCServer(s *Server, tlsConf *tls.Config, maxStreams uint32) (*grpc.Ser
 		// Calls past the limit wait on the client's side (grpc-go's
 		// default would let one connection open any number of them).
 		grpc.MaxConcurrentStreams(maxStreams),
+		grpc.ConnectionTimeout(HandshakeTimeout),
 		// Request headers (metadata) as the HTTP API bounds them: grpc-go's
 		// default of 16 MiB is outside MaxRecvMsgSize, and a health Watch
 		// stream keeps its headers for as long as its client likes.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/grpcapi"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 )
 
@@ -66,4 +67,34 @@ func TestForcedGRPCStopIsLoggedAndImmediate(t *testing.T) {
 	// The only error: the state closed (final snapshot) without one.
 	require.EqualError(t, err, "shutdown: gRPC calls or connections still open after --shutdown-timeout 200ms were cut off")
 	assert.Regexp(t, `level=WARN msg="shutdown: gRPC calls or connections still open after --shutdown-timeout; cutting them off"`, out.String())
+}
+
+// A connection that never finishes its handshake does not hold the
+// graceful stop until --shutdown-timeout (30 s by default, Kubernetes' own
+// grace period): grpc-go waits for such connections, for up to 2 minutes
+// by default; the handshake is bounded by grpcapi.HandshakeTimeout.
+func TestSilentGRPCConnectionDoesNotHoldShutdown(t *testing.T) {
+	c := Config{
+		HTTP: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "state.db"),
+		APIKeysEnv: "k", DefaultLimit: 10, DefaultWindow: time.Minute, DefaultAlgorithm: "fixed",
+		DenyStatus: 200, LogFormat: "text", LogLevel: "info",
+		SnapshotPeriod: time.Second, ShutdownTimeout: 60 * time.Second,
+		Envoy: EnvoyConfig{GRPC: "127.0.0.1:0"},
+	}
+	addr, out, stop, done := runGRPC(t, c)
+	raw, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer raw.Close()
+	require.NoError(t, raw.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = raw.Read(make([]byte, 1)) // the server's SETTINGS: in the handshake
+	require.NoError(t, err)
+
+	close(stop)
+	select {
+	case err = <-done:
+	case <-time.After(grpcapi.HandshakeTimeout + 10*time.Second):
+		t.Fatalf("Run still stopping %v after the stop: a silent connection holds the graceful stop\n%s", grpcapi.HandshakeTimeout+10*time.Second, out.String())
+	}
+	require.NoError(t, err, "stopped gracefully, nothing cut off")
+	assert.Contains(t, out.String(), "final snapshot written")
 }
