@@ -101,11 +101,14 @@ type Options struct {
 	// counts. New fails if Undo is set and the Rater is not an Undoer.
 	//
 	// With Undo set, the handler gets a ResponseWriter that records the
-	// status; it has the Flush, FlushError, Hijack, ReadFrom and Unwrap
-	// methods, and Push when the server's writer has it
-	// (http.ResponseController reaches the others through Unwrap). Flush
-	// does nothing and Hijack returns http.ErrNotSupported where the
-	// server's writer has no such method (HTTP/2 has no Hijack). A
+	// status. It has the optional interfaces of the server's writer and no
+	// others: http.Flusher (with FlushError) and http.Hijacker when
+	// http.ResponseController can flush or hijack the server's writer
+	// (HTTP/2 has no Hijack, httptest.ResponseRecorder no Hijack either),
+	// http.Pusher and http.CloseNotifier when the server's writer has them;
+	// and always ReadFrom and Unwrap, through which
+	// http.ResponseController reaches the rest (deadlines, full duplex) and
+	// reports http.ErrNotSupported for what the server cannot do. A
 	// handler that hijacks the connection (a WebSocket upgrade) is reported
 	// as 101, so a status < 400 rule gives upgrades back; test for 101 to
 	// keep counting them.

@@ -34,10 +34,7 @@ func (w *window) Undo(ctx context.Context, key string, res ratedb.Result, cost i
 // quota is the server's.
 func (m *Middleware) serveUndoable(next http.Handler, w http.ResponseWriter, r *http.Request, key string, cost int64, res ratedb.Result) {
 	sw := &statusWriter{ResponseWriter: w}
-	var rw http.ResponseWriter = sw
-	if _, ok := w.(http.Pusher); ok {
-		rw = pushStatusWriter{sw} // keep server push (HTTP/2)
-	}
+	rw := sw.withInterfacesOf(w)
 	next.ServeHTTP(rw, r)
 	status := sw.status
 	if status == 0 {
@@ -99,14 +96,12 @@ func (w *statusWriter) ReadFrom(src io.Reader) (n int64, err error) {
 // writeOnly hides a writer's other methods from io.Copy.
 type writeOnly struct{ io.Writer }
 
-// Flush sends buffered data, as the underlying writer's Flush does (if it
-// has none, nothing happens, and no status is recorded: the handler's next
-// WriteHeader is the response's).
-func (w *statusWriter) Flush() { _ = w.FlushError() }
+// Unwrap returns the underlying writer, for http.ResponseController.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// FlushError is Flush with the underlying writer's error, which
-// http.ResponseController.Flush returns (http.ErrNotSupported included).
-func (w *statusWriter) FlushError() error {
+// flushError sends buffered data as http.ResponseController.Flush does on
+// the underlying writer, and records 200 if that worked.
+func (w *statusWriter) flushError() error {
 	err := http.NewResponseController(w.ResponseWriter).Flush()
 	if err == nil && w.status == 0 {
 		w.status = http.StatusOK
@@ -114,10 +109,11 @@ func (w *statusWriter) FlushError() error {
 	return err
 }
 
-// Hijack takes the connection over (a WebSocket upgrade): the response is
-// then the handler's own, and it is recorded as 101 (Switching Protocols)
-// unless a status was written before.
-func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+// hijack takes the connection over as http.ResponseController.Hijack does
+// on the underlying writer (a WebSocket upgrade): the response is then the
+// handler's own, and it is recorded as 101 (Switching Protocols) unless a
+// status was written before.
+func (w *statusWriter) hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err == nil && w.status == 0 {
 		w.status = http.StatusSwitchingProtocols
@@ -125,13 +121,215 @@ func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return c, rw, err
 }
 
-// pushStatusWriter is a statusWriter over a writer that can push: it is an
-// http.Pusher too. A push sends no status of the response.
-type pushStatusWriter struct{ *statusWriter }
+// The optional interfaces a statusWriter passes on, each a field of a
+// wrapper type below that has it only if the underlying writer has it: a
+// handler that type-asserts one gets a method that works, and
+// http.ResponseController gets http.ErrNotSupported (through Unwrap) where
+// the server cannot do it.
+type (
+	flusher       struct{ sw *statusWriter }
+	hijacker      struct{ sw *statusWriter }
+	pusher        struct{ sw *statusWriter }
+	closeNotifier struct{ sw *statusWriter }
+)
 
-func (w pushStatusWriter) Push(target string, opts *http.PushOptions) error {
-	return w.ResponseWriter.(http.Pusher).Push(target, opts)
+// Flush sends buffered data (and records 200 if it was sent).
+func (f flusher) Flush() { _ = f.sw.flushError() }
+
+// FlushError is Flush with the underlying writer's error, which
+// http.ResponseController.Flush returns.
+func (f flusher) FlushError() error { return f.sw.flushError() }
+
+// Hijack takes the connection over; the response is recorded as 101.
+func (h hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) { return h.sw.hijack() }
+
+// Push pushes as the underlying writer does. A push sends no status of the
+// response.
+func (p pusher) Push(target string, opts *http.PushOptions) error {
+	return p.sw.ResponseWriter.(http.Pusher).Push(target, opts)
 }
 
-// Unwrap returns the underlying writer, for http.ResponseController.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+// CloseNotify is the underlying writer's CloseNotify. http.CloseNotifier is
+// deprecated (the request's context is done when the client goes), but some
+// handlers and proxies still use it.
+func (c closeNotifier) CloseNotify() <-chan bool {
+	return c.sw.ResponseWriter.(http.CloseNotifier).CloseNotify()
+}
+
+// The statusWriter with each combination of Flusher (F), Hijacker (H),
+// Pusher (P) and CloseNotifier (C).
+type (
+	swF struct {
+		*statusWriter
+		flusher
+	}
+	swH struct {
+		*statusWriter
+		hijacker
+	}
+	swFH struct {
+		*statusWriter
+		flusher
+		hijacker
+	}
+	swP struct {
+		*statusWriter
+		pusher
+	}
+	swFP struct {
+		*statusWriter
+		flusher
+		pusher
+	}
+	swHP struct {
+		*statusWriter
+		hijacker
+		pusher
+	}
+	swFHP struct {
+		*statusWriter
+		flusher
+		hijacker
+		pusher
+	}
+	swC struct {
+		*statusWriter
+		closeNotifier
+	}
+	swFC struct {
+		*statusWriter
+		flusher
+		closeNotifier
+	}
+	swHC struct {
+		*statusWriter
+		hijacker
+		closeNotifier
+	}
+	swFHC struct {
+		*statusWriter
+		flusher
+		hijacker
+		closeNotifier
+	}
+	swPC struct {
+		*statusWriter
+		pusher
+		closeNotifier
+	}
+	swFPC struct {
+		*statusWriter
+		flusher
+		pusher
+		closeNotifier
+	}
+	swHPC struct {
+		*statusWriter
+		hijacker
+		pusher
+		closeNotifier
+	}
+	swFHPC struct {
+		*statusWriter
+		flusher
+		hijacker
+		pusher
+		closeNotifier
+	}
+)
+
+// withInterfacesOf returns w wrapped in the type that has exactly the
+// optional interfaces of u, the underlying writer: http.Flusher and
+// http.Hijacker when http.ResponseController can flush or hijack u
+// (itself or through its Unwrap; the wrapper must then do it, to record
+// the status it sends), http.Pusher and http.CloseNotifier when u has
+// them. Every wrapper has ReadFrom, which works on any writer, and Unwrap.
+func (w *statusWriter) withInterfacesOf(u http.ResponseWriter) http.ResponseWriter {
+	const (
+		f = 1 << iota
+		h
+		p
+		c
+	)
+	var has int
+	if canFlush(u) {
+		has |= f
+	}
+	if canHijack(u) {
+		has |= h
+	}
+	if _, ok := u.(http.Pusher); ok {
+		has |= p
+	}
+	if _, ok := u.(http.CloseNotifier); ok {
+		has |= c
+	}
+	fl, hj, pu, cn := flusher{w}, hijacker{w}, pusher{w}, closeNotifier{w}
+	switch has {
+	case f:
+		return swF{w, fl}
+	case h:
+		return swH{w, hj}
+	case f | h:
+		return swFH{w, fl, hj}
+	case p:
+		return swP{w, pu}
+	case f | p:
+		return swFP{w, fl, pu}
+	case h | p:
+		return swHP{w, hj, pu}
+	case f | h | p:
+		return swFHP{w, fl, hj, pu}
+	case c:
+		return swC{w, cn}
+	case f | c:
+		return swFC{w, fl, cn}
+	case h | c:
+		return swHC{w, hj, cn}
+	case f | h | c:
+		return swFHC{w, fl, hj, cn}
+	case p | c:
+		return swPC{w, pu, cn}
+	case f | p | c:
+		return swFPC{w, fl, pu, cn}
+	case h | p | c:
+		return swHPC{w, hj, pu, cn}
+	case f | h | p | c:
+		return swFHPC{w, fl, hj, pu, cn}
+	}
+	return w
+}
+
+// maxUnwrap bounds the chain of Unwrap methods canFlush and canHijack
+// follow, so that a writer whose Unwrap loops cannot hang every request.
+const maxUnwrap = 64
+
+// canFlush reports whether http.ResponseController can flush u.
+func canFlush(u http.ResponseWriter) bool {
+	for range maxUnwrap {
+		switch t := u.(type) {
+		case interface{ FlushError() error }, http.Flusher:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			u = t.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// canHijack reports whether http.ResponseController can hijack u.
+func canHijack(u http.ResponseWriter) bool {
+	for range maxUnwrap {
+		switch t := u.(type) {
+		case http.Hijacker:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			u = t.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
+}
