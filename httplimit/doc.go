@@ -69,7 +69,11 @@
 // An IPv6 client usually holds a whole /64 network and can pick a new
 // address in it for every request, so IPv6 addresses are keyed by their /64
 // (2001:db8:1:2::/64); IPv4 addresses are keyed as they are. Clients behind
-// one NAT or carrier-grade NAT share a quota.
+// one NAT or carrier-grade NAT share a quota. An IPv6 address that carries
+// an IPv4 client's address, in NAT64's well-known prefix 64:ff9b::/96 or a
+// Teredo address (2001::/32), is keyed by that IPv4 address, so that the
+// IPv4 clients behind a translator, or the clients of a Teredo server, do
+// not all share one /64 (see KeyByIP).
 //
 // Keys may be personal data or secrets. The middleware never logs them or
 // puts them in errors; header values are keyed by their SHA-256 digest, and

@@ -159,13 +159,44 @@ func peerAddr(r *http.Request) (netip.Addr, error) {
 
 func clean(a netip.Addr) netip.Addr { return a.Unmap().WithZone("") }
 
-// foldIP returns the key of an address: an IPv4 address as it is, an IPv6
-// address as its /64 network ("2001:db8:1:2::/64").
+// foldIP returns the key of an address: an IPv4 address as it is; an
+// IPv6 address that stands for an IPv4 client (see embeddedIPv4) as that
+// IPv4 address; any other IPv6 address as its /64 network
+// ("2001:db8:1:2::/64").
 func foldIP(a netip.Addr) string {
 	if a.Is4() {
 		return a.String()
 	}
+	if v4, ok := embeddedIPv4(a); ok {
+		return v4.String()
+	}
 	return netip.PrefixFrom(a, 64).Masked().String()
+}
+
+var (
+	// nat64 is the NAT64 well-known prefix (RFC 6052): 64:ff9b::a.b.c.d is
+	// the IPv4 host a.b.c.d, as a stateless translator in front of an
+	// IPv6-only server (SIIT-DC, RFC 7755) shows IPv4 clients.
+	nat64 = netip.MustParsePrefix("64:ff9b::/96")
+	// teredo is the Teredo prefix (RFC 4380): 2001:0:S:F:P:C holds the
+	// Teredo server's address S, flags F, and the client's public port P
+	// and IPv4 address C, both inverted.
+	teredo = netip.MustParsePrefix("2001::/32")
+)
+
+// embeddedIPv4 returns the IPv4 address of the client an IPv6 address
+// stands for: the host in NAT64's well-known prefix, or a Teredo client's
+// public address (behind which every client of one Teredo server shares
+// one /64). It returns false for any other address.
+func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
+	b := a.As16()
+	switch {
+	case nat64.Contains(a):
+		return netip.AddrFrom4([4]byte(b[12:])), true
+	case teredo.Contains(a):
+		return netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}), true
+	}
+	return netip.Addr{}, false
 }
 
 // parseHop parses one hop of a forwarding header: an IP address, with or

@@ -26,7 +26,17 @@ type KeyFunc func(r *http.Request) (string, error)
 // r.RemoteAddr, ignoring every forwarding header. IPv4 addresses are used
 // as they are; IPv6 addresses are folded to their /64 network, since one
 // client usually holds a whole /64 and could otherwise switch addresses at
-// will. It returns ErrNoAddress when RemoteAddr holds no IP address.
+// will. An IPv6 address that carries an IPv4 client's address is keyed by
+// that IPv4 address, as the client is when it connects over IPv4: one in
+// NAT64's well-known prefix 64:ff9b::/96 (RFC 6052; a translator in front of
+// an IPv6-only server shows IPv4 clients so) by its last 32 bits, and a
+// Teredo address (2001::/32, RFC 4380) by the client's public IPv4 address
+// it embeds. Folded to /64 they would share a quota: every IPv4 client
+// behind the translator, every client of one Teredo server. Other NAT64
+// prefixes (RFC 8215's 64:ff9b:1::/48, a network-specific prefix) cannot be
+// recognised and are folded to /64 like any IPv6 address; write a KeyFunc
+// that reads your prefix's embedded address. It returns ErrNoAddress when
+// RemoteAddr holds no IP address.
 //
 // Behind a reverse proxy every request comes from the proxy: use
 // KeyByClientIP.

@@ -46,6 +46,58 @@ func TestKeyByIP(t *testing.T) {
 	}
 }
 
+// An IPv6 address that stands for an IPv4 client is keyed by that IPv4
+// address, as the client is over IPv4: every IPv4 client behind a NAT64
+// translator, or every client of one Teredo server, would otherwise share
+// the prefix's /64, and so one quota. IPv4 clients keep their own keys in
+// every form.
+func TestKeyByIPEmbeddedIPv4(t *testing.T) {
+	for _, tc := range []struct {
+		name, remote, want string
+	}{
+		{"NAT64", "[64:ff9b::c000:201]:1", "192.0.2.1"},
+		{"another NAT64 client", "[64:ff9b::198.51.100.7]:1", "198.51.100.7"},
+		{"Teredo, RFC 4380's example", "[2001:0:4136:e378:8000:63bf:3fff:fdd2]:1", "192.0.2.45"},
+		{"another client of the same Teredo server", "[2001:0:4136:e378:8000:63bf:3fff:fdd1]:1", "192.0.2.46"},
+		{"the same Teredo client by another server, port and flags", "[2001:0:5ef5:79fd:0:1234:3fff:fdd2]:1", "192.0.2.45"},
+		{"NAT64 local-use prefix: not recognised", "[64:ff9b:1::c000:201]:1", "64:ff9b:1::/64"},
+		{"beside NAT64's /96", "[64:ff9b::1:c000:201]:1", "64:ff9b::/64"},
+		{"beside Teredo's /32", "[2001:1::c000:201]:1", "2001:1::/64"},
+		{"IPv4-mapped", "[::ffff:192.0.2.2]:1", "192.0.2.2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := httplimit.KeyByIP(request(tc.remote))
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, k)
+		})
+	}
+
+	p := httplimit.Proxies{Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+	for _, tc := range []struct{ hop, addr, key string }{
+		{"64:ff9b::198.51.100.7", "64:ff9b::c633:6407", "198.51.100.7"},
+		{"[2001:0:4136:e378:8000:63bf:3fff:fdd2]", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "192.0.2.45"},
+		{"::ffff:198.51.100.8", "198.51.100.8", "198.51.100.8"},
+	} {
+		r := request("10.0.0.1:1", "X-Forwarded-For", tc.hop)
+		k, err := httplimit.KeyByClientIP(p)(r)
+		require.NoError(t, err)
+		assert.Equal(t, tc.key, k, "X-Forwarded-For %s", tc.hop)
+		a, err := p.ClientIP(r)
+		require.NoError(t, err)
+		assert.Equal(t, netip.MustParseAddr(tc.addr), a, "ClientIP returns the address, not its key")
+	}
+
+	// Through the middleware, two IPv4 clients behind a NAT64 translator
+	// have a quota each.
+	clock := newClock(t0)
+	m, err := httplimit.New(httplimit.Window(fixedMinute(t, openDB(t, clock)), 1), &httplimit.Options{Clock: clock.Now})
+	require.NoError(t, err)
+	h := m.Handler(&counting{})
+	assert.Equal(t, http.StatusOK, do(h, "/", "[64:ff9b::c000:201]:1").Code)
+	assert.Equal(t, http.StatusOK, do(h, "/", "[64:ff9b::c000:202]:1").Code, "another IPv4 client")
+	assert.Equal(t, http.StatusTooManyRequests, do(h, "/", "192.0.2.1:1").Code, "the first client over IPv4")
+}
+
 func TestIPv6SameSlash64SharesQuota(t *testing.T) {
 	clock := newClock(t0)
 	db := openDB(t, clock)
