@@ -98,6 +98,8 @@ func TestForwardingHeadersAllocationsBounded(t *testing.T) {
 	}{
 		"X-Forwarded-For": {"X-Forwarded-For", strings.Repeat("1,", 512<<10) + "203.0.113.9", httplimit.Proxies{Trusted: trusted}},
 		"Forwarded":       {"Forwarded", strings.Repeat("for=1,", 170<<10) + "for=203.0.113.9", httplimit.Proxies{Trusted: trusted, Headers: []string{"Forwarded"}}},
+		"Forwarded, a quote left open": {"Forwarded", `x="` + strings.Repeat("for=1,", 170<<10) + "for=203.0.113.9",
+			httplimit.Proxies{Trusted: trusted, Headers: []string{"Forwarded"}}},
 	} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.RemoteAddr = "10.0.0.1:1"

@@ -102,6 +102,29 @@ func TestSplitQuotedAndUnquote(t *testing.T) {
 	assert.Equal(t, `"`, unquote(`"`))
 }
 
+// A Forwarded line whose quotes do not balance is read from the right: a
+// quote after an odd number of backslashes is escaped, after an even number
+// it is not; the element that reaches the left end is no hop, nor is one
+// that does not balance read from the left.
+func TestTailHops(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []string
+	}{
+		{`x="`, []string{""}},
+		{`x=", for=192.0.2.1`, []string{"192.0.2.1", ""}},
+		{`x=", , for="[2001:db8::1]";n="a\"b\\", for=10.0.0.2`, []string{"10.0.0.2", "[2001:db8::1]", ""}},
+		{`x=", for=192.0.2.1;a="\", for=10.0.0.2`, []string{"10.0.0.2", ""}},
+		{`x=", proto=http, for=10.0.0.2`, []string{"10.0.0.2", ""}},
+	} {
+		assert.Equal(t, tc.want, tailHops(nil, tc.line), "%s", tc.line)
+	}
+	long := `x="` + strings.Repeat(", for=10.0.0.2", maxHops+5)
+	hops := tailHops(nil, long)
+	assert.Len(t, hops, maxHops+1)
+	assert.Equal(t, "", hops[maxHops])
+}
+
 // FuzzClientIP feeds arbitrary forwarding headers to a trusted peer: the
 // result is always a clean address, either the peer or one of the hops.
 func FuzzClientIP(f *testing.F) {

@@ -45,10 +45,12 @@ type Proxies struct {
 	// ("unknown", obfuscated node identifiers, garbage) the walk stops and
 	// the client is the last trusted address reached, as it does after 32
 	// hops (the rest of the header, which a client behind a trusted proxy
-	// chooses, is never split). Any other header (X-Real-IP,
-	// CF-Connecting-IP, True-Client-IP) is read as one address, from the
-	// last line of the header; if it is not an IP address the client is the
-	// direct peer.
+	// chooses, is never split). A Forwarded line with a quoted-string left
+	// open is read from the right: the elements proxies appended to it are
+	// hops, and the rest, which cannot be read, is not an IP address. Any
+	// other header (X-Real-IP, CF-Connecting-IP, True-Client-IP) is read as
+	// one address, from the last line of the header; if it is not an IP
+	// address the client is the direct peer.
 	//
 	// List only headers your proxies set or overwrite on every request. A
 	// header that passes through them unchanged is chosen by the client, who
@@ -280,10 +282,11 @@ func xffHops(lines []string) []string {
 // most maxHops of them, then "" if there are more.
 //
 // A line with a quoted-string left open (or ending in a backslash inside
-// one) is one "" hop as a whole: where its elements end cannot be known.
-// A client that sends `for=198.51.100.7;x="` would otherwise swallow the
-// element a proxy appends to its line (`, for=203.0.113.9`) into its quote,
-// and the walk would reach the address the client chose.
+// one) is read from the right (see tailHops): the elements a proxy appended
+// to it come out as they are, the unreadable rest as one "" hop. A client
+// that sends `for=198.51.100.7;x="` would otherwise swallow the element a
+// proxy appends to its line (`, for=203.0.113.9`) into its quote, and the
+// walk would reach the address the client chose.
 func forwardedHops(lines []string) []string {
 	var hops []string
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -296,7 +299,7 @@ func forwardedHops(lines []string) []string {
 			}
 			return true
 		}) {
-			return append(hops, "") // the walk stops here
+			return tailHops(hops, line) // the walk stops in this line
 		}
 		// The last non-empty elements only, one more than the walk reads.
 		skip := max(0, total-(maxHops+1-len(hops)))
@@ -315,22 +318,79 @@ func forwardedHops(lines []string) []string {
 			if len(hops) == maxHops {
 				return append(hops, "")
 			}
-			hop := ""
-			eachQuoted(elems[j], ';', func(pair string) bool { // balanced: the line was
-				name, value, ok := strings.Cut(pair, "=")
-				if ok && strings.EqualFold(strings.TrimSpace(name), "for") {
-					hop = unquote(strings.TrimSpace(value))
-					return false
-				}
-				return true
-			})
-			hops = append(hops, hop)
+			hops = append(hops, forValue(elems[j])) // balanced: the line was
 		}
 		if skip > 0 {
 			return append(hops, "")
 		}
 	}
 	return hops
+}
+
+// forValue returns the for= value of a Forwarded element whose
+// quoted-strings balance, unquoted; "" if it has none.
+func forValue(elem string) string {
+	hop := ""
+	eachQuoted(elem, ';', func(pair string) bool {
+		name, value, ok := strings.Cut(pair, "=")
+		if ok && strings.EqualFold(strings.TrimSpace(name), "for") {
+			hop = unquote(strings.TrimSpace(value))
+			return false
+		}
+		return true
+	})
+	return hop
+}
+
+// tailHops appends to hops, up to maxHops of them, the for= values of the
+// elements at the end of line, a Forwarded line whose quoted-strings do not
+// balance, right to left, then "": the walk stops there.
+//
+// Read from the left, the line ends inside a quoted-string, so none of its
+// elements can be told apart. Read from the right they can, as far as the
+// elements the proxies appended to the line go: each proxy writes whole
+// elements, whose quoted-strings are values after "=" and balance whichever
+// way they are read (a quote preceded by an odd number of backslashes is
+// escaped). The walk reaches what the client wrote further left only past
+// trusted hops, as on a balanced line; the leftmost part of the line, and
+// any element that does not balance read from the left too, is no hop.
+// (A proxy that writes an escaped quote into the element it appends, which
+// no for= value needs, can make the line balance from the left: it is then
+// read from the left, and the client's quote swallows that element.)
+func tailHops(hops []string, line string) []string {
+	end, quoted := len(line), false
+	for i := len(line) - 1; i >= 0; i-- {
+		switch line[i] {
+		case '"':
+			k := 0 // backslashes before the quote
+			for k < i && line[i-1-k] == '\\' {
+				k++
+			}
+			if quoted && k%2 == 1 {
+				i -= k // an escaped quote, and the backslashes before it
+			} else {
+				quoted = !quoted
+			}
+		case ',':
+			if quoted {
+				break
+			}
+			if elem := line[i+1 : end]; strings.TrimSpace(elem) != "" {
+				if len(hops) == maxHops {
+					return append(hops, "")
+				}
+				hop := ""
+				if eachQuoted(elem, ';', func(string) bool { return true }) {
+					hop = forValue(elem)
+				}
+				if hops = append(hops, hop); hop == "" {
+					return hops
+				}
+			}
+			end = i
+		}
+	}
+	return append(hops, "") // the leftmost part, where the line went wrong
 }
 
 // splitQuoted splits s at every sep outside a quoted-string. ok is false if

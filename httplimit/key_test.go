@@ -207,9 +207,24 @@ func TestTrustedProxies(t *testing.T) {
 		{"Forwarded over several lines", []string{"Forwarded"}, "10.0.0.1:1",
 			[]string{"Forwarded", `for=1.1.1.1`, "Forwarded", `for=192.0.2.60`}, "192.0.2.60"},
 		// A client's open quote must not swallow the element a proxy
-		// appends to its line: the line is unreadable, the walk stops.
+		// appends to its line: the line is read from the right, as far as
+		// the proxies' elements go; the client's part stops the walk.
 		{"Forwarded open quote swallows nothing", []string{"Forwarded"}, "10.0.0.1:1",
-			[]string{"Forwarded", `for=198.51.100.7;x=", for=203.0.113.9`}, "10.0.0.1"},
+			[]string{"Forwarded", `for=198.51.100.7;x=", for=203.0.113.9`}, "203.0.113.9"},
+		{"Forwarded open quote: the proxy's element read past a trusted one", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=198.51.100.7;x=", for=203.0.113.9, , for=10.0.0.2`}, "203.0.113.9"},
+		{"Forwarded open quote: a backslash pair in the proxy's element", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `x=", for="[2001:db8:cafe::17]:4711";note="a,b\\"`}, "2001:db8:cafe::17"},
+		// A proxy that writes an escaped quote into its element (no for=
+		// value needs one) can make the line balance from the left: the
+		// client's quote then swallows the element, and the walk stops at
+		// the proxy.
+		{"Forwarded open quote: an escaped quote in the proxy's element", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `x=", for="[2001:db8:cafe::17]:4711";note="a\"b"`}, "10.0.0.1"},
+		{"Forwarded open quote: the client's part is no hop", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=198.51.100.7, for=10.0.0.9;x=", for=10.0.0.3, for=10.0.0.2`}, "10.0.0.3"},
+		{"Forwarded open quote: an element open from the left too is no hop", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `x=", for=10.0.0.3;a="\", for=10.0.0.2`}, "10.0.0.2"},
 		{"Forwarded trailing backslash in a quote", []string{"Forwarded"}, "10.0.0.1:1",
 			[]string{"Forwarded", `for=198.51.100.7;x="\`}, "10.0.0.1"},
 		{"Forwarded open quote on another line", []string{"Forwarded"}, "10.0.0.1:1",
@@ -276,6 +291,30 @@ func TestTrustedProxyThroughMiddleware(t *testing.T) {
 	// ...and a client cannot escape by prepending a spoofed hop.
 	assert.Equal(t, http.StatusTooManyRequests,
 		do(h, "/", "10.0.0.1:1", "X-Forwarded-For", "5.5.5.5, 198.51.100.1").Code)
+}
+
+// Clients that send a Forwarded line with a quote left open, to which
+// their proxy appends their address (nginx's "$http_forwarded, for=..."),
+// keep a quota each: they were all keyed as the proxy, so that they shared
+// one quota with each other and with the proxy's own requests.
+func TestForwardedOpenQuoteKeepsClientsApart(t *testing.T) {
+	clock := newClock(t0)
+	m, err := httplimit.New(httplimit.Window(fixedMinute(t, openDB(t, clock)), 1), &httplimit.Options{
+		Clock: clock.Now,
+		KeyFunc: httplimit.KeyByClientIP(httplimit.Proxies{
+			Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+			Headers: []string{httplimit.HeaderForwarded},
+		}),
+	})
+	require.NoError(t, err)
+	h := m.Handler(&counting{})
+	for _, client := range []string{"198.51.100.1", "198.51.100.2", `"[2001:db8:1::1]:4711"`} {
+		fwd := `for=192.0.2.1;x="` + ", for=" + client
+		assert.Equal(t, http.StatusOK, do(h, "/", "10.0.0.1:1", "Forwarded", fwd).Code, "client %s", client)
+	}
+	assert.Equal(t, http.StatusOK, do(h, "/", "10.0.0.1:1", "Forwarded", "for=10.0.0.1").Code, "the proxy's own quota")
+	assert.Equal(t, http.StatusTooManyRequests,
+		do(h, "/", "10.0.0.1:1", "Forwarded", `x="\", for=198.51.100.1`).Code, "the first client again")
 }
 
 // rawHeader keys by a header's raw value (KeyByHeader hashes it).
