@@ -63,11 +63,15 @@ func KeyByClientIP(p Proxies) KeyFunc {
 }
 
 // KeyByHeader keys a request by the value of the named header, for example
-// an API key in "X-API-Key". The key is the SHA-256 digest of the value,
-// never the value itself, so that secrets are not written to the database
-// file. A request without the header (or with an empty value) is keyed by
-// fallback, for example KeyByIP; with a nil fallback it is rejected with
-// ErrNoKey.
+// an API key in "X-API-Key". The key is the SHA-256 digest of the value
+// ("sha256:" and its unpadded base64url encoding), never the value itself,
+// so that secrets are not written to the database file. Used alone, it is
+// stored digested once more, as every key that starts with "sha256:" is
+// (see the package documentation, Security): the limiter counts the value
+// v under "sha256:" + base64url(SHA-256("sha256:" + base64url(SHA-256(v)))),
+// and will, since another key would reset every quota. A request without
+// the header (or with an empty value) is keyed by fallback, for example
+// KeyByIP; with a nil fallback it is rejected with ErrNoKey.
 //
 // The header is whatever the client sends: an unauthenticated client can
 // pick a fresh value, and so a fresh quota, for every request (combining it
