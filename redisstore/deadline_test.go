@@ -2,10 +2,15 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratedb/ratedb"
@@ -41,5 +46,82 @@ func TestTimeoutWithReadDeadlinesDisabled(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		srv.Resume()
 		t.Fatalf("Hit on a paused Redis has not returned after 3 s (Timeout %v)", timeout)
+	}
+}
+
+// A call whose deadline passes (the Store's Timeout or the caller's ctx)
+// returns an error matching ErrUnavailable and context.DeadlineExceeded and
+// wrapping what the call met if the Store knows it: the BUSY replies of a
+// Redis running a long script, or, on a client that applies deadlines to
+// its sockets, the read that timed out on a stopped Redis. Both kinds of
+// client. Run it with -race too: the socket's timeout then often comes
+// before the context's own timer, and the deadline must still be reported.
+func TestDeadlineErrorKeepsCause(t *testing.T) {
+	srv := startServer(t, "--busy-reply-threshold", "10")
+	admin := srv.Client(t, &redis.Options{MaxRetries: -1})
+	pinger := srv.Client(t, &redis.Options{MaxRetries: -1})
+	const timeout = 100 * time.Millisecond
+	isBusy := func(err error) bool {
+		var re redis.Error
+		return errors.As(err, &re) && strings.HasPrefix(re.Error(), "BUSY")
+	}
+	for _, cte := range []bool{false, true} {
+		s, err := redisstore.New(srv.Client(t, &redis.Options{ContextTimeoutEnabled: cte}), &redisstore.Options{Prefix: newPrefix(), Timeout: timeout})
+		require.NoError(t, err)
+		w, err := s.Window(ratedb.FixedWindow, time.Minute)
+		require.NoError(t, err)
+		warm := func() { // a connection in the pool: no dial under the deadline
+			_, err := w.Hit(ctx, "k", 5, 1)
+			require.NoError(t, err)
+		}
+		// call runs a Hit whose deadline is the Store's Timeout, or the
+		// caller's shorter one.
+		call := func(callerDeadline bool) error {
+			c := ctx
+			if callerDeadline {
+				var cancel context.CancelFunc
+				c, cancel = context.WithTimeout(ctx, timeout/2)
+				defer cancel()
+			}
+			_, err := w.Hit(c, "k", 5, 1)
+			return err
+		}
+
+		// Redis busy with a script answers BUSY to every other command
+		// until SCRIPT KILL.
+		warm()
+		busy := make(chan error, 1)
+		go func() {
+			busy <- admin.Eval(context.Background(), "local i = 0 while true do i = i + 1 end", nil).Err()
+		}()
+		deadline := time.Now().Add(5 * time.Second)
+		for !isBusy(pinger.Ping(ctx).Err()) {
+			require.True(t, time.Now().Before(deadline), "the script never made Redis busy")
+		}
+		for _, callerDeadline := range []bool{false, true} {
+			err := call(callerDeadline)
+			name := fmt.Sprintf("ContextTimeoutEnabled=%v callerDeadline=%v busy", cte, callerDeadline)
+			assert.ErrorIs(t, err, ratedb.ErrUnavailable, name)
+			assert.ErrorIs(t, err, context.DeadlineExceeded, name)
+			assert.True(t, isBusy(err), "%s: the BUSY reply is lost: %v", name, err)
+		}
+		require.NoError(t, pinger.ScriptKill(ctx).Err())
+		<-busy
+
+		// A stopped Redis answers nothing: a client that applies the
+		// deadline to its socket reports the read's timeout; the other
+		// one's read is still waiting, and only the deadline is known.
+		for _, callerDeadline := range []bool{false, true} {
+			warm()
+			srv.Pause()
+			err := call(callerDeadline)
+			srv.Resume()
+			name := fmt.Sprintf("ContextTimeoutEnabled=%v callerDeadline=%v stopped", cte, callerDeadline)
+			assert.ErrorIs(t, err, ratedb.ErrUnavailable, name)
+			assert.ErrorIs(t, err, context.DeadlineExceeded, name)
+			if cte {
+				assert.ErrorIs(t, err, os.ErrDeadlineExceeded, "%s: the read's timeout is lost: %v", name, err)
+			}
+		}
 	}
 }

@@ -20,6 +20,9 @@
 //
 // A call that Redis does not answer within Options.Timeout, or that fails,
 // returns an error matching ratedb.ErrUnavailable: no decision was made.
+// One that ran out of time also matches context.DeadlineExceeded (or the
+// caller's ctx.Err()) and wraps the last Redis reply or network error it
+// met, if any (a BUSY Redis, a read that timed out).
 // Whether to let the request through (fail open) or not is the caller's
 // choice; httplimit's Options.FailOpen is one. The store enforces the
 // timeout itself, whatever the client's options say.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,16 +36,31 @@ func (noRetryCmd) NoRetry() bool { return true }
 // does not retry it after a network error; Redis error replies that mean
 // the script did not run (TRYAGAIN during a Cluster slot migration, LOADING,
 // BUSY, MASTERDOWN, CLUSTERDOWN) are retried here, with a backoff, while ctx
-// lasts.
-func (s *Store) eval(ctx context.Context, sc *script, keys []string, args []any, once bool) (any, error) {
+// lasts. When ctx ends after such a reply (during the backoff, or cutting
+// short the next attempt), eval returns the last such reply: it is what
+// happened. seen, if not nil, is given each of those replies as it comes,
+// for a caller that stops waiting for eval.
+func (s *Store) eval(ctx context.Context, sc *script, keys []string, args []any, once bool, seen *atomic.Pointer[error]) (any, error) {
 	backoff := time.Millisecond
+	var last error // the last reply saying the script did not run
 	for {
 		v, err := s.evalOnce(ctx, "evalsha", sc.hash, keys, args, once)
 		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			v, err = s.evalOnce(ctx, "eval", sc.src, keys, args, once)
 		}
-		if err == nil || !notRun(err) {
-			return v, err
+		if err == nil {
+			return v, nil
+		}
+		if !notRun(err) {
+			var re redis.Error
+			if last != nil && ctx.Err() != nil && !errors.As(err, &re) {
+				return nil, last // ctx cut this attempt short: no reply
+			}
+			return nil, err
+		}
+		last = err
+		if seen != nil {
+			seen.Store(&err)
 		}
 		t := time.NewTimer(backoff)
 		select {
@@ -52,6 +68,9 @@ func (s *Store) eval(ctx context.Context, sc *script, keys []string, args []any,
 			t.Stop()
 			return nil, err
 		case <-t.C:
+		}
+		if ctx.Err() != nil { // both were ready: send nothing past ctx
+			return nil, err
 		}
 		backoff = min(2*backoff, 64*time.Millisecond)
 	}

@@ -81,7 +81,12 @@ type Options struct {
 
 	// Timeout bounds every call, whatever ctx says: a call Redis has not
 	// answered after Timeout returns an error matching
-	// ratedb.ErrUnavailable. The Store enforces it itself, even for a client
+	// ratedb.ErrUnavailable and context.DeadlineExceeded; a call whose ctx
+	// ends first, one matching ratedb.ErrUnavailable and ctx.Err(). Either
+	// also wraps what the call last met, when the Store knows it: a Redis
+	// reply saying the script did not run (BUSY, LOADING, TRYAGAIN: such
+	// calls are retried until then) or the network error of a read that
+	// the deadline cut short. The Store enforces it itself, even for a client
 	// built without ContextTimeoutEnabled (which makes go-redis ignore
 	// context deadlines on socket reads): such calls run in a goroutine
 	// that the Store stops waiting for; the goroutine ends when go-redis's
@@ -259,43 +264,74 @@ func (s *Store) requestID() string {
 const errOverflow = "RATEDB_OVERFLOW "
 
 // run runs sc (see eval; once: never resend it once it may have run)
-// within the Store's timeout and maps its failures: the caller's cancelled
-// context as it is (wrapped with ErrUnavailable), no answer within Timeout
-// or any Redis error as ErrUnavailable.
+// within the Store's timeout and maps its failures, every one wrapped with
+// ErrUnavailable: the caller's context ending, or no answer within Timeout
+// (context.DeadlineExceeded), each also wrapping what the call last met if
+// it knows (a Redis reply such as BUSY or LOADING, a network error); any
+// other Redis or network error as it is.
 func (s *Store) run(ctx context.Context, sc *script, once bool, keys []string, args ...any) (any, error) {
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var v any
 	var err error
 	if s.inline {
-		v, err = s.eval(cctx, sc, keys, args, once)
+		v, err = s.eval(cctx, sc, keys, args, once, nil)
 	} else {
 		type answer struct {
 			v   any
 			err error
 		}
 		ch := make(chan answer, 1)
+		var seen atomic.Pointer[error]
 		go func() {
-			v, err := s.eval(cctx, sc, keys, args, once)
+			v, err := s.eval(cctx, sc, keys, args, once, &seen)
 			ch <- answer{v, err}
 		}()
 		select {
 		case a := <-ch:
 			v, err = a.v, a.err
 		case <-cctx.Done():
+			// The call may still be waiting for Redis; what Redis
+			// answered before (BUSY, LOADING) is what happened.
 			err = cctx.Err()
+			if p := seen.Load(); p != nil {
+				err = *p
+			}
 		}
 	}
 	if err == nil {
 		return v, nil
 	}
-	if perr := ctx.Err(); perr != nil {
-		return nil, fmt.Errorf("%w: redisstore: %w", ratedb.ErrUnavailable, perr)
+	return nil, s.failure(ctx, cctx, err)
+}
+
+// failure is run's error for err, the error of a call under cctx, the
+// Store's deadline on the caller's ctx. A deadline counts as passed once
+// the clock reads it, even if its context does not say so yet: go-redis
+// sets a socket deadline from it, whose timeout can come first.
+func (s *Store) failure(ctx, cctx context.Context, err error) error {
+	now := time.Now()
+	passed := func(c context.Context) bool {
+		d, ok := c.Deadline()
+		return ok && !now.Before(d)
 	}
-	if errors.Is(err, context.DeadlineExceeded) || cctx.Err() != nil {
-		return nil, fmt.Errorf("%w: redisstore: no answer within %v", ratedb.ErrUnavailable, s.timeout)
+	var ended error // the context error that ended the call
+	msg := "redisstore"
+	switch {
+	case ctx.Err() != nil:
+		ended = ctx.Err()
+	case passed(ctx):
+		ended = context.DeadlineExceeded
+	case cctx.Err() != nil || passed(cctx):
+		ended = context.DeadlineExceeded
+		msg = fmt.Sprintf("redisstore: gave up after %v", s.timeout)
+	default:
+		return fmt.Errorf("%w: redisstore: %w", ratedb.ErrUnavailable, err)
 	}
-	return nil, fmt.Errorf("%w: redisstore: %w", ratedb.ErrUnavailable, err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %s: %w", ratedb.ErrUnavailable, msg, ended) // nothing more is known
+	}
+	return fmt.Errorf("%w: %s: %w: %w", ratedb.ErrUnavailable, msg, ended, err)
 }
 
 // overflowTier reports whether err is a script's overflow error and, of the
