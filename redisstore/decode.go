@@ -73,8 +73,9 @@ func decodeRead(v any, scales []int64) ([]tierState, error) {
 // storedInt parses one number of a stored value as the scripts' load does,
 // so that Get and ExpiresAt read the values the writing calls read and
 // refuse the others: decimal digits, after a minus sign if signed (an
-// end), and for a value of several tiers only as encode writes them (no
-// leading zero, no "-0").
+// end), within MaxCount of zero (the scripts' Lua reads such numbers
+// exactly, and the store writes no others), and for a value of several
+// tiers only as encode writes them (no leading zero, no "-0").
 func storedInt(s string, signed, canonical bool) (int64, bool) {
 	d := s
 	if signed && len(d) > 0 && d[0] == '-' {
@@ -89,19 +90,10 @@ func storedInt(s string, signed, canonical bool) (int64, bool) {
 		}
 	}
 	x, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || canonical && (strconv.FormatInt(x, 10) != s || !exactDouble(x)) {
+	if err != nil || x > MaxCount || x < -MaxCount || canonical && strconv.FormatInt(x, 10) != s {
 		return 0, false
 	}
 	return x, true
-}
-
-// exactDouble reports whether x is a double exactly: the scripts' Lua reads
-// a number as a double, and load refuses a value of several tiers that
-// does not format back as it is stored (9007199254740993, 2^53+1, reads as
-// 9007199254740992).
-func exactDouble(x int64) bool {
-	f := float64(x)
-	return f < 1<<63 && int64(f) == x
 }
 
 // capEnd caps a window's end at one scale after now, as the scripts do

@@ -34,6 +34,17 @@ func TestForeignValueIsAnErrorNotAReset(t *testing.T) {
 			// Lua reads 2^53+1 as 2^53: a value of several tiers holding
 			// it does not format back as stored.
 			{"9007199254740993", "9007199254740993," + future + ",1," + future},
+			// A number past MaxCount, in either direction, is no value
+			// ratedb wrote (it never stores a count past MaxCount, nor an
+			// end that far from 1970): neither Get nor the scripts read it,
+			// be it past int64 (Get could not read it, and the scripts
+			// counted on it) or past 2^53 (Lua reads it rounded).
+			{"1,99999999999999999999", "1,99999999999999999999,1," + future},
+			{"1,-99999999999999999999", "1," + future + ",1,-99999999999999999999"},
+			{"99999999999999999999," + future, "1," + future + ",99999999999999999999," + future},
+			{"9007199254740993," + future, "9007199254740992," + future + ",1," + future},
+			{"1,9007199254740993", "1,9007199254740992,1," + future},
+			{"1,-9007199254740992", "1," + future + ",1,-9007199254740992"},
 		} {
 			val, lVal := vals[0], vals[1]
 			t.Run(fmt.Sprintf("dedup=%v/%q", dedup, val), func(t *testing.T) {

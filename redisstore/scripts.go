@@ -2,7 +2,9 @@ package redisstore
 
 // The Lua scripts, one per operation. Times are Unix milliseconds and
 // counts integers; Lua holds both as doubles, exact up to 2^53 (counts are
-// capped at MaxCount, and times and scales stay far below 2^53 ms).
+// capped at MaxCount, and times and scales stay far below 2^53 ms). A
+// stored value holding a number further than MaxCount from zero is not one
+// this store wrote: load and windowScript refuse it, as decodeRead does.
 //
 // A counter key holds "c1,e1,c2,e2,…": the count and the window end of each
 // tier (one tier for a Window). It is always written with SET … PX, the
@@ -46,7 +48,10 @@ local function encode(t)
 end
 -- load returns the n tiers stored under key, {} when there is none. A
 -- value this store did not write (another program's) is an error, never
--- read as no window: the call fails and the value stays as it is.
+-- read as no window: the call fails and the value stays as it is. Every
+-- number of a value this store writes is within MaxCount
+-- (9007199254740991) of zero, which Lua reads exactly; decodeRead refuses
+-- the same values.
 local function load(key, n)
   local s = redis.call('GET', key)
   if not s then return {} end
@@ -59,8 +64,11 @@ local function load(key, n)
     for c, e in string.gmatch(s, '(%d+),(%-?%d+),?') do
       t[#t + 1], t[#t + 2] = tonumber(c), tonumber(e)
     end
-    if encode(t) ~= s then t = {} end
   end
+  for i = 1, #t do
+    if t[i] > 9007199254740991 or t[i] < -9007199254740991 then t = {} break end
+  end
+  if not a and encode(t) ~= s then t = {} end
   if #t ~= 2 * n then
     error({err = 'RATEDB_BADVALUE a counter key holds a value ratedb did not write'})
   end
@@ -180,6 +188,9 @@ if cur then
     return redis.error_reply('RATEDB_BADVALUE a counter key holds a value ratedb did not write')
   end
   c, e = tonumber(a), tonumber(b)
+  if c > 9007199254740991 or e > 9007199254740991 or e < -9007199254740991 then
+    return redis.error_reply('RATEDB_BADVALUE a counter key holds a value ratedb did not write')
+  end
 end
 local slack = 0
 if ARGV[1] ~= '' then slack = scale end
