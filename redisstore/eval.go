@@ -32,6 +32,37 @@ type noRetryCmd struct{ *redis.Cmd }
 
 func (noRetryCmd) NoRetry() bool { return true }
 
+// Redis Cluster redirections. A ClusterClient resends a script that a node
+// answered with MOVED or ASK to the node the reply names (after ASKING, for
+// ASK), up to ClusterOptions.MaxRedirects times, noRetryCmd or not. Such a
+// resend never counts a call twice and is never wrongly deduplicated
+// (go-redis v9 osscluster.go, ClusterClient.process; Redis 7 cluster.c,
+// getNodeByQuery):
+//
+//   - Redis answers MOVED, ASK, TRYAGAIN and CLUSTERDOWN when it routes the
+//     command, before running it: the node that redirected ran nothing, so
+//     the resend is the script's first run.
+//   - A resend holds the same arguments, so the same request id
+//     (DedupWindow). A dedup key of that id exists only if this very call
+//     ran: ids are unique (a random base per Store, a sequence per call),
+//     and only the script writes one, in the run that counts.
+//   - A call's keys share one hash tag, so its counter and its dedup key
+//     are in one slot and move together (MIGRATE keeps their TTLs). While
+//     the slot migrates, a node runs a script of both keys only if it holds
+//     both: the migrating node answers TRYAGAIN if it holds one and ASK if
+//     neither, the importing node (asked with ASKING) TRYAGAIN unless it
+//     holds both. So the script reads its dedup key where it writes its
+//     count. (A new call's dedup key exists nowhere yet: with DedupWindow,
+//     counting calls of a migrating slot get TRYAGAIN, retried by eval,
+//     until the slot has moved.)
+//   - What may resend a script that ran is a retry after a lost reply:
+//     go-redis sends none for a noRetryCmd (its cluster loop, the node's
+//     client and the ASK pipeline all check NoRetry). With DedupWindow such a
+//     retry, even one a MOVED sends to the slot's new node, finds the dedup
+//     key there, as it moved with the count; only an expired one (past
+//     DedupWindow) counts again. A failover keeps both keys or neither:
+//     Redis replicates a script's writes as one transaction.
+
 // eval runs sc once (EVALSHA, then EVAL on NOSCRIPT). With once, go-redis
 // does not retry it after a network error; Redis error replies that mean
 // the script did not run (TRYAGAIN during a Cluster slot migration, LOADING,
