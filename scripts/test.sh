@@ -50,6 +50,7 @@ fuzz() { go test -run '^$' -fuzz "^$1\$" -fuzztime "${FUZZTIME:-$3}" "$2"; }
 fuzz FuzzDecode ./internal/record 150000x
 # packed file format (issue 11)
 fuzz FuzzDecodeBlock ./internal/record 60000x
+fuzz FuzzDecodeSealedBlock ./internal/record 60000x
 fuzz FuzzCheckTree ./internal/layout 30000x
 fuzz FuzzWindowArithmetic . 100000x
 fuzz FuzzCheckPage . 8000x
