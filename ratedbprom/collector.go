@@ -5,6 +5,9 @@
 //	prometheus.MustRegister(ratedbprom.NewCollector(db))
 //
 // The collector reads DB.Stats at each scrape; it adds no work to hits.
+// Every numeric field of Stats is a metric (LastSnapshotDuration in
+// seconds); LastSnapshotError, an error, is not: ratedb_snapshot_failures_total
+// counts the failures.
 package ratedbprom
 
 import (
@@ -43,6 +46,8 @@ var metrics = []metric{
 		func(s *ratedb.Stats) float64 { return s.LastSnapshotDuration.Seconds() }},
 	{"ratedb_snapshot_windows", "Window records the last completed snapshot wrote or deleted.", prometheus.GaugeValue,
 		func(s *ratedb.Stats) float64 { return float64(s.LastSnapshotWindows) }},
+	{"ratedb_snapshot_bytes", "Bytes of blocks (keys and values) the last completed snapshot wrote to the state file.", prometheus.GaugeValue,
+		func(s *ratedb.Stats) float64 { return float64(s.LastSnapshotBytes) }},
 	{"ratedb_snapshot_backlog", "Window changes not yet written to the state file (bounded by Options.MaxSnapshotBacklog).", prometheus.GaugeValue,
 		func(s *ratedb.Stats) float64 { return float64(s.SnapshotBacklog) }},
 	{"ratedb_backlog_waits_total", "Calls that waited for a snapshot because memory held MaxHotKeys + MaxSnapshotBacklog windows.", prometheus.CounterValue,

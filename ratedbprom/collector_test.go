@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,73 @@ ratedb_snapshot_backlog 0
 `), "ratedb_hits_allowed_total", "ratedb_hits_denied_total", "ratedb_windows_on_disk", "ratedb_snapshots_total", "ratedb_snapshot_backlog"))
 	n, err := testutil.GatherAndCount(reg)
 	require.NoError(t, err)
-	assert.Equal(t, 18, n)
+	assert.Equal(t, 19, n)
+}
+
+// Every numeric field of Stats is exported, with its value (a field added
+// to Stats fails this test until it is exported or listed here).
+func TestCollectorExportsEveryStat(t *testing.T) {
+	db, err := ratedb.Open(filepath.Join(t.TempDir(), "p.db"), &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	w, err := db.Window(ratedb.FixedWindow, time.Minute)
+	require.NoError(t, err)
+	for i := range 5 {
+		_, err := w.Hit(context.Background(), fmt.Sprint("k", i%3), 1, 1)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Snapshot())
+	metricOf := map[string]string{
+		"WindowsInMemory":      "ratedb_windows_in_memory",
+		"WindowsOnDisk":        "ratedb_windows_on_disk",
+		"Allowed":              "ratedb_hits_allowed_total",
+		"Denied":               "ratedb_hits_denied_total",
+		"Snapshots":            "ratedb_snapshots_total",
+		"SnapshotFailures":     "ratedb_snapshot_failures_total",
+		"LastSnapshotDuration": "ratedb_snapshot_duration_seconds",
+		"LastSnapshotWindows":  "ratedb_snapshot_windows",
+		"LastSnapshotBytes":    "ratedb_snapshot_bytes",
+		"LastSnapshotError":    "", // an error: the failures counter counts them
+		"Spilled":              "ratedb_spills_total",
+		"Reloaded":             "ratedb_reloads_total",
+		"Cleaned":              "ratedb_cleaned_total",
+		"CorruptSkipped":       "ratedb_corrupt_skipped_total",
+		"JanitorFailures":      "ratedb_janitor_failures_total",
+		"SnapshotBacklog":      "ratedb_snapshot_backlog",
+		"BacklogWaits":         "ratedb_backlog_waits_total",
+		"FileReadsAvoided":     "ratedb_file_reads_avoided_total",
+		"PresenceFilterBytes":  "ratedb_presence_filter_bytes",
+		"CacheReportsDropped":  "ratedb_cache_reports_dropped_total",
+	}
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(ratedbprom.NewCollector(db)))
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, mf := range families {
+		require.Len(t, mf.GetMetric(), 1, mf.GetName())
+		m := mf.GetMetric()[0]
+		got[mf.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+	}
+	st := db.Stats()
+	require.Positive(t, st.LastSnapshotBytes, "the snapshot wrote blocks")
+	sv := reflect.ValueOf(st)
+	for i := range sv.NumField() {
+		field := sv.Type().Field(i).Name
+		name, ok := metricOf[field]
+		if !assert.Truef(t, ok, "Stats.%s is not exported", field) || name == "" {
+			continue
+		}
+		want := float64(sv.Field(i).Int())
+		if field == "LastSnapshotDuration" {
+			want = st.LastSnapshotDuration.Seconds()
+		}
+		if assert.Containsf(t, got, name, "Stats.%s", field) {
+			assert.Equalf(t, want, got[name], "%s (Stats.%s)", name, field)
+		}
+		delete(got, name)
+	}
+	assert.Empty(t, got, "metrics of no Stats field")
 }
 
 func ExampleNewCollector() {
