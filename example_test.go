@@ -47,6 +47,8 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer db.Close()
+	// The old *Window belongs to the closed DB (its calls return ErrClosed):
+	// get the limiter again from the new one.
 	perMinute, err = db.Window(ratedb.PerKeyWindow, time.Minute)
 	if err != nil {
 		log.Fatal(err)
