@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
@@ -125,7 +126,7 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, m *metrics.Metrics, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("--grpc: %w", err)
 	}
-	ln := &trackingListener{Listener: inner, conns: map[*trackedConn]struct{}{}}
+	ln := newTrackingListener(inner)
 	log.Info("listening (gRPC, Envoy rate limit service)", "addr", ln.Addr().String(), "tls", tlsConf != nil,
 		"client_certs", tlsConf != nil && tlsConf.ClientCAs != nil, "all_or_nothing", !e.Independent,
 		"shadow_mode", e.ShadowMode, "quota_mode", e.QuotaMode, "max_concurrent_streams", e.MaxStreams)
@@ -199,15 +200,34 @@ func (e *envoyService) stop(ctx context.Context) bool {
 }
 
 // trackingListener is a net.Listener that keeps the connections it
-// accepted until they are closed, so that a forced stop can close them
-// all: grpc.Server.Stop closes the connections it serves, but waits for
-// those still in their handshake, which a client that connects and sends
-// nothing holds open for grpc-go's whole connection timeout.
+// accepted, so that a forced stop can close them all: grpc.Server.Stop
+// closes the connections it serves, but waits for those still in their
+// handshake, which a client that connects and sends nothing holds open
+// until grpcapi.HandshakeTimeout.
+//
+// It hands grpc-go the accepted connections themselves, never a wrapper:
+// grpc-go sets TCP_USER_TIMEOUT (its keepalive timeout, 20 s) only on a
+// *net.TCPConn, and without it a peer gone without a FIN, with data sent
+// to it unacknowledged, holds its connection for the kernel's 15 minutes
+// of retransmissions. So it is not told when a connection closes: it
+// forgets the closed ones whenever its set has doubled since it last did,
+// so that the set holds at most about twice the connections open (and at
+// least minSweep) for constant work per Accept, amortised. Safe for
+// concurrent use.
 type trackingListener struct {
 	net.Listener
-	mu     sync.Mutex
-	conns  map[*trackedConn]struct{}
-	closed bool
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	sweepAt int // forget the closed connections when conns reaches it
+	closed  bool
+}
+
+// minSweep is the fewest connections a trackingListener holds before it
+// forgets the closed ones.
+const minSweep = 64
+
+func newTrackingListener(l net.Listener) *trackingListener {
+	return &trackingListener{Listener: l, conns: map[net.Conn]struct{}{}, sweepAt: minSweep}
 }
 
 // Accept returns the next connection, already closed once closeAll has
@@ -217,17 +237,24 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc := &trackedConn{Conn: c, l: l}
 	l.mu.Lock()
 	closed := l.closed
 	if !closed {
-		l.conns[tc] = struct{}{}
+		if len(l.conns) >= l.sweepAt {
+			for o := range l.conns {
+				if !isOpen(o) {
+					delete(l.conns, o)
+				}
+			}
+			l.sweepAt = max(2*len(l.conns), minSweep)
+		}
+		l.conns[c] = struct{}{}
 	}
 	l.mu.Unlock()
 	if closed {
 		_ = c.Close()
 	}
-	return tc, nil
+	return c, nil
 }
 
 // closeAll closes every connection accepted and not yet closed, and those
@@ -239,21 +266,21 @@ func (l *trackingListener) closeAll() {
 	l.conns = nil
 	l.mu.Unlock()
 	for c := range conns {
-		_ = c.Conn.Close()
+		_ = c.Close() // an error for one closed already
 	}
 }
 
-// trackedConn is a connection of a trackingListener, which forgets it
-// when it is closed.
-type trackedConn struct {
-	net.Conn
-	l *trackingListener
-}
-
-// Close closes the connection and removes it from its listener's set.
-func (c *trackedConn) Close() error {
-	c.l.mu.Lock()
-	delete(c.l.conns, c)
-	c.l.mu.Unlock()
-	return c.Conn.Close()
+// isOpen reports whether c has not been closed (by this process: one its
+// peer closed is open until grpc-go closes it).
+func isOpen(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	// Fails with net.ErrClosed once c is closed.
+	return raw.Control(func(uintptr) {}) == nil
 }
