@@ -37,9 +37,11 @@ func runGRPC(t *testing.T, c Config) (addr string, out *proctest.SyncBuffer, sto
 // --shutdown-timeout, the server is stopped by force: that is logged (as
 // the HTTP side's cut-off is reported) and the stop returns at once. A
 // connection that sent nothing yet is the sharpest case: grpc-go's Stop
-// waits for connections still in their handshake (up to its 2-minute
-// connection timeout), so without closing them the "forced" stop, and the
-// final snapshot after it, waited for the client.
+// waits for connections still in their handshake (up to
+// grpcapi.HandshakeTimeout, whose deadline starts when the server accepts
+// the connection), so without closing them the "forced" stop, and the
+// final snapshot after it, waited for the client: Run must return before
+// that deadline.
 func TestForcedGRPCStopIsLoggedAndImmediate(t *testing.T) {
 	c := Config{
 		HTTP: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "state.db"),
@@ -49,6 +51,9 @@ func TestForcedGRPCStopIsLoggedAndImmediate(t *testing.T) {
 		Envoy: EnvoyConfig{GRPC: "127.0.0.1:0"},
 	}
 	addr, out, stop, done := runGRPC(t, c)
+	// The server accepts the connection after this instant, so its
+	// handshake deadline is at least HandshakeTimeout after it.
+	dialed := time.Now()
 	raw, err := net.Dial("tcp", addr) // connects and sends nothing
 	require.NoError(t, err)
 	defer raw.Close()
@@ -61,9 +66,12 @@ func TestForcedGRPCStopIsLoggedAndImmediate(t *testing.T) {
 	close(stop)
 	select {
 	case err = <-done:
-	case <-time.After(15 * time.Second):
-		t.Fatalf("Run still stopping 15 s after a 200 ms --shutdown-timeout: the forced gRPC stop waits for a silent connection\n%s", out.String())
+	case <-time.After(grpcapi.HandshakeTimeout + 10*time.Second):
+		t.Fatalf("Run still stopping %v after a 200 ms --shutdown-timeout\n%s", grpcapi.HandshakeTimeout+10*time.Second, out.String())
 	}
+	took := time.Since(dialed)
+	assert.Less(t, took, grpcapi.HandshakeTimeout,
+		"Run returned %v after the silent connection was made: the forced gRPC stop waited for its handshake deadline", took)
 	// The only error: the state closed (final snapshot) without one.
 	require.EqualError(t, err, "shutdown: gRPC calls or connections still open after --shutdown-timeout 200ms were cut off")
 	assert.Regexp(t, `level=WARN msg="shutdown: gRPC calls or connections still open after --shutdown-timeout; cutting them off"`, out.String())
