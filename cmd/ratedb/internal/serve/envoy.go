@@ -121,7 +121,11 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, m *metrics.Metrics, log *slog.Logg
 	}
 	srv := grpcapi.New(cr, cfg, &grpcapi.Options{Independent: e.Independent, Logger: log, Load: lo,
 		ShadowMode: e.ShadowMode, QuotaMode: e.QuotaMode})
-	g, health := grpcapi.NewGRPCServer(srv, tlsConf, uint32(e.MaxStreams))
+	streams := uint32(e.MaxStreams)
+	if streams == 0 {
+		streams = grpcapi.DefaultMaxConcurrentStreams
+	}
+	g, health := grpcapi.NewGRPCServer(srv, tlsConf, streams)
 	inner, err := net.Listen("tcp", e.GRPC)
 	if err != nil {
 		return nil, fmt.Errorf("--grpc: %w", err)
@@ -129,7 +133,7 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, m *metrics.Metrics, log *slog.Logg
 	ln := newTrackingListener(inner)
 	log.Info("listening (gRPC, Envoy rate limit service)", "addr", ln.Addr().String(), "tls", tlsConf != nil,
 		"client_certs", tlsConf != nil && tlsConf.ClientCAs != nil, "all_or_nothing", !e.Independent,
-		"shadow_mode", e.ShadowMode, "quota_mode", e.QuotaMode, "max_concurrent_streams", e.MaxStreams)
+		"shadow_mode", e.ShadowMode, "quota_mode", e.QuotaMode, "max_concurrent_streams", streams)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() {

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -31,8 +32,10 @@ func TestGRPCMaxConcurrentStreamsIsAdvertised(t *testing.T) {
 				SnapshotPeriod: time.Second, ShutdownTimeout: 5 * time.Second,
 				Envoy: EnvoyConfig{GRPC: "127.0.0.1:0", MaxStreams: tc.set},
 			}
-			addr, _, stop, done := runGRPC(t, c)
+			addr, out, stop, done := runGRPC(t, c)
 			n, ok := proctest.AdvertisedMaxStreams(t, addr)
+			// The start-up line says what the server advertises.
+			assert.Contains(t, out.String(), fmt.Sprintf("max_concurrent_streams=%d", tc.want))
 			close(stop)
 			require.NoError(t, <-done)
 			require.True(t, ok, "SETTINGS_MAX_CONCURRENT_STREAMS advertised")
