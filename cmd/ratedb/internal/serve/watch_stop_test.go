@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"path/filepath"
-	"regexp"
 	"testing"
 	"time"
 
@@ -12,8 +11,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-
-	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 )
 
 // A grpc.health.v1 Watch stream lasts as long as its client likes, and
@@ -29,19 +26,7 @@ func TestHealthWatchDoesNotHoldShutdown(t *testing.T) {
 		SnapshotPeriod: time.Second, ShutdownTimeout: 20 * time.Second,
 		Envoy: EnvoyConfig{GRPC: "127.0.0.1:0"},
 	}
-	var out proctest.SyncBuffer
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- Run(c, &out, stop) }()
-	re := regexp.MustCompile(`listening \(gRPC[^\n]*addr=(\S+)`)
-	var addr string
-	require.Eventually(t, func() bool {
-		m := re.FindStringSubmatch(out.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	}, 10*time.Second, 10*time.Millisecond, out.String())
+	addr, out, stop, done := runGRPC(t, c)
 
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
