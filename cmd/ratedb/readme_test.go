@@ -1,11 +1,16 @@
 package main_test
 
 import (
+	"maps"
+	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -54,5 +59,177 @@ func TestReadmeFlagsMatchHelp(t *testing.T) {
 		if _, ok := documented[name]; !ok {
 			assert.Contains(t, text, "`--"+name, "-%s is in neither the README's flag block nor a table", name)
 		}
+	}
+}
+
+// metricRow is a row of the README's metrics table: the families it names
+// (a name ending in "*" stands for every family with that prefix), the
+// labels it gives them and its type ("" for none).
+type metricRow struct {
+	names  []string
+	labels []string
+	kind   string
+}
+
+// readmeMetrics returns the rows of the README's metrics table, in order.
+func readmeMetrics(t *testing.T) []metricRow {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	text := string(readme)
+	i := strings.Index(text, "### Metrics and health")
+	require.GreaterOrEqual(t, i, 0, "the README's metrics section")
+	const header = "| metric | type | meaning |\n|---|---|---|\n"
+	j := strings.Index(text[i:], header)
+	require.GreaterOrEqual(t, j, 0, "the metrics table")
+	nameRE := regexp.MustCompile("`([a-z_*]+)(?:\\{([a-z_,]*)\\})?`")
+	var rows []metricRow
+	for _, line := range strings.Split(text[i+j+len(header):], "\n") {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(line, "|")
+		require.GreaterOrEqual(t, len(cells), 4, line)
+		var row metricRow
+		for _, m := range nameRE.FindAllStringSubmatch(cells[1], -1) {
+			row.names = append(row.names, m[1])
+			if m[2] != "" {
+				row.labels = strings.Split(m[2], ",")
+			}
+		}
+		require.NotEmpty(t, row.names, line)
+		row.kind = strings.TrimSpace(cells[2])
+		rows = append(rows, row)
+	}
+	require.NotEmpty(t, rows)
+	return rows
+}
+
+// exportedFamily is a metric family as /metrics serves it.
+type exportedFamily struct {
+	kind   string
+	labels map[string]bool
+}
+
+// scrapeFamilies returns the families s serves on /metrics, by name, with
+// their type and the names of the labels their samples carry (a
+// histogram's "le" left out).
+func scrapeFamilies(t *testing.T, s *service) map[string]*exportedFamily {
+	t.Helper()
+	code, _, body := s.do("GET", "/metrics", "", "")
+	require.Equal(t, http.StatusOK, code)
+	families := map[string]*exportedFamily{}
+	sampleRE := regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? `)
+	labelRE := regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="`)
+	for _, line := range strings.Split(body, "\n") {
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
+			families[f[2]] = &exportedFamily{kind: f[3], labels: map[string]bool{}}
+			continue
+		}
+		m := sampleRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		name := m[1]
+		if families[name] == nil {
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				if base, ok := strings.CutSuffix(name, suffix); ok && families[base] != nil {
+					name = base
+				}
+			}
+		}
+		fam := families[name]
+		require.NotNil(t, fam, "sample of a family without a TYPE line: %s", line)
+		for _, l := range labelRE.FindAllStringSubmatch(m[2], -1) {
+			if l[1] != "le" && l[1] != "quantile" {
+				fam.labels[l[1]] = true
+			}
+		}
+	}
+	require.NotEmpty(t, families)
+	return families
+}
+
+// The metrics table rows from the first to the last of these are the DB's
+// own (ratedbprom's), which `ratedb serve --redis` does not export, as the
+// README says above the table.
+const (
+	firstDBMetric = "ratedb_windows_in_memory"
+	lastDBMetric  = "ratedb_hits_denied_total"
+)
+
+// TestReadmeMetricsMatchExported: the README's metrics table names every
+// family `ratedb serve` exports (with --grpc and --envoy-config, so that
+// every family is registered, and after one check, which creates the
+// per-rule series), with its type and labels, and names nothing it does
+// not export. With --redis (against a real redis-server), it exports
+// exactly the rows outside the DB's own range; no family exists only with
+// --redis.
+func TestReadmeMetricsMatchExported(t *testing.T) {
+	t.Parallel()
+	rows := readmeMetrics(t)
+	first, last := -1, -1
+	for i, row := range rows {
+		if slices.Contains(row.names, firstDBMetric) {
+			first = i
+		}
+		if slices.Contains(row.names, lastDBMetric) {
+			last = i
+		}
+	}
+	require.True(t, first >= 0 && last >= first, "the DB's metrics are rows %s to %s of the table", firstDBMetric, lastDBMetric)
+
+	envoyConfig := filepath.Join(t.TempDir(), "edge.yaml")
+	require.NoError(t, os.WriteFile(envoyConfig,
+		[]byte("domain: edge\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 10}\n"), 0o600))
+	addr, _ := proctest.StartRedis(t)
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		dbRow bool // the DB's rows are exported
+	}{
+		{"file", nil, true},
+		{"redis", []string{"--redis", "redis://" + addr + "/0", "--redis-timeout", "5s"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"--grpc", "127.0.0.1:0", "--envoy-config", envoyConfig}, tc.args...)
+			s := start(t, filepath.Join(t.TempDir(), "s.db"), args...)
+			s.check("m", "/r")
+			exported := scrapeFamilies(t, s)
+
+			documented := map[string]bool{}
+			var prefixes []string
+			for i, row := range rows {
+				want := tc.dbRow || i < first || i > last
+				for _, name := range row.names {
+					if prefix, ok := strings.CutSuffix(name, "*"); ok {
+						prefixes = append(prefixes, prefix)
+						found := false
+						for fam := range exported {
+							found = found || strings.HasPrefix(fam, prefix)
+						}
+						assert.True(t, found, "the README lists %s, which matches no exported family", name)
+						continue
+					}
+					documented[name] = true
+					fam, ok := exported[name]
+					if !want {
+						assert.False(t, ok, "%s is exported, but the README says it is the DB's, not exported with --redis", name)
+						continue
+					}
+					if !assert.True(t, ok, "the README lists %s, which is not exported", name) {
+						continue
+					}
+					assert.Equal(t, row.kind, fam.kind, "the README's type of %s", name)
+					assert.ElementsMatch(t, row.labels, slices.Collect(maps.Keys(fam.labels)), "the README's labels of %s", name)
+				}
+			}
+			for name := range exported {
+				if !documented[name] && !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
+					t.Errorf("%s is exported but not in the README's metrics table", name)
+				}
+			}
+		})
 	}
 }
