@@ -1,11 +1,17 @@
 package ratedb_test
 
 import (
+	"maps"
 	"os"
+	"reflect"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ratedb/ratedb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -49,4 +55,87 @@ func TestReadmeQuickStartIsExample(t *testing.T) {
 	example := strings.ReplaceAll(body[1][j+len(start):], "ratedb.Open(path,", `ratedb.Open("limits.db",`)
 
 	assert.Equal(t, codeLines(example), codeLines(block[1]))
+}
+
+// readmeTable returns the first cell of each row of the README table that
+// follows header (its header line and separator), and each row's cells.
+func readmeTable(t *testing.T, section, header string) map[string][]string {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	text := string(readme)
+	i := strings.Index(text, section)
+	require.GreaterOrEqual(t, i, 0, "the README's section %q", section)
+	j := strings.Index(text[i:], header+"\n|---")
+	require.GreaterOrEqual(t, j, 0, "the table %q in %q", header, section)
+	lines := strings.Split(text[i+j:], "\n")[2:]
+	rows := map[string][]string{}
+	cellRE := regexp.MustCompile("^`([A-Za-z0-9_]+)`$")
+	for _, line := range lines {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(line, "|")
+		require.GreaterOrEqual(t, len(cells), 3, line)
+		for k := range cells {
+			cells[k] = strings.TrimSpace(cells[k])
+		}
+		m := cellRE.FindStringSubmatch(cells[1])
+		require.NotNil(t, m, "a row naming one field in backquotes: %s", line)
+		require.NotContains(t, rows, m[1], "listed twice")
+		rows[m[1]] = cells[2:]
+	}
+	require.NotEmpty(t, rows)
+	return rows
+}
+
+// exportedFields returns the names of v's exported struct fields.
+func exportedFields(v any) []string {
+	var out []string
+	for f := range reflect.TypeOf(v).Fields() {
+		if f.IsExported() {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+// TestReadmeOptionsMatchStruct: the README's table of Options lists every
+// exported field of ratedb.Options and no other name, and the defaults it
+// gives are the Default constants (a duration written "1 s", "1 min"; a
+// count "1<<N").
+func TestReadmeOptionsMatchStruct(t *testing.T) {
+	rows := readmeTable(t, "## Options and defaults", "| field | default | meaning |")
+	assert.ElementsMatch(t, exportedFields(ratedb.Options{}), slices.Collect(maps.Keys(rows)),
+		"README's Options table against the fields of ratedb.Options")
+
+	durationRE := regexp.MustCompile(`^(\d+) (ms|s|min|h)$`)
+	shiftRE := regexp.MustCompile(`^1<<(\d+)$`)
+	for field, want := range map[string]int64{
+		"CleanPeriod":        int64(ratedb.DefaultCleanPeriod),
+		"SnapshotPeriod":     int64(ratedb.DefaultSnapshotPeriod),
+		"OpenTimeout":        int64(ratedb.DefaultOpenTimeout),
+		"MaxHotKeys":         ratedb.DefaultMaxHotKeys,
+		"MaxSnapshotBacklog": ratedb.DefaultMaxSnapshotBacklog,
+	} {
+		row, ok := rows[field]
+		if !assert.True(t, ok, "%s is in the table", field) {
+			continue
+		}
+		cell, _, _ := strings.Cut(row[0], " (")
+		var got int64
+		if m := durationRE.FindStringSubmatch(cell); m != nil {
+			n, err := strconv.ParseInt(m[1], 10, 64)
+			require.NoError(t, err)
+			got = n * int64(map[string]time.Duration{"ms": time.Millisecond, "s": time.Second, "min": time.Minute, "h": time.Hour}[m[2]])
+		} else if m := shiftRE.FindStringSubmatch(cell); m != nil {
+			n, err := strconv.Atoi(m[1])
+			require.NoError(t, err)
+			got = 1 << n
+		} else {
+			t.Errorf("the README's default of %s, %q, is neither a duration nor 1<<N", field, row[0])
+			continue
+		}
+		assert.Equal(t, want, got, "the README's default of %s (%q)", field, row[0])
+	}
 }
