@@ -1,6 +1,9 @@
 package ratedb_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"maps"
 	"os"
 	"reflect"
@@ -137,5 +140,45 @@ func TestReadmeOptionsMatchStruct(t *testing.T) {
 			continue
 		}
 		assert.Equal(t, want, got, "the README's default of %s (%q)", field, row[0])
+	}
+}
+
+// TestReadmeNamesExist: the names the README gives the library's Stats
+// fields and sentinel errors are real ones, and it names every sentinel
+// error of errors.go (where all of them live), since it has no table of
+// either.
+func TestReadmeNamesExist(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	text := string(readme)
+
+	stats := exportedFields(ratedb.Stats{})
+	for _, m := range regexp.MustCompile(`\bStats\.([A-Za-z0-9_]+)`).FindAllStringSubmatch(text, -1) {
+		assert.Contains(t, stats, m[1], "the README names Stats.%s", m[1])
+	}
+
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "errors.go", nil, 0)
+	require.NoError(t, err)
+	sentinels := map[string]bool{}
+	for _, decl := range f.Decls {
+		if g, ok := decl.(*ast.GenDecl); ok && g.Tok == token.VAR {
+			for _, spec := range g.Specs {
+				for _, name := range spec.(*ast.ValueSpec).Names {
+					if name.IsExported() {
+						sentinels[name.Name] = true
+					}
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, sentinels)
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(?:ratedb\\.)?(Err[A-Za-z0-9_]*)`").FindAllStringSubmatch(text, -1) {
+		named[m[1]] = true
+		assert.True(t, sentinels[m[1]], "the README names %s, which errors.go does not declare", m[1])
+	}
+	for name := range sentinels {
+		assert.True(t, named[name], "the README never names %s", name)
 	}
 }
