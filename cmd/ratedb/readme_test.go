@@ -233,3 +233,29 @@ func TestReadmeMetricsMatchExported(t *testing.T) {
 		})
 	}
 }
+
+// TestReadmeFlagNamesExist: every serve flag the README names in
+// backquotes (the tables of the Envoy section included) is one `ratedb
+// serve -h` prints, and a family such as `--envoy-config-*` names at least
+// one; TestReadmeFlagsMatchHelp checks the other direction.
+func TestReadmeFlagNamesExist(t *testing.T) {
+	t.Parallel()
+	_, help, _ := runTool(t, "serve", "-h")
+	flags := flagEntries(help)
+	require.NotEmpty(t, flags)
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	named := regexp.MustCompile("`--([a-z][a-z0-9-]*\\*?)").FindAllStringSubmatch(string(readme), -1)
+	require.NotEmpty(t, named)
+	for _, m := range named {
+		if prefix, ok := strings.CutSuffix(m[1], "*"); ok {
+			found := false
+			for name := range flags {
+				found = found || strings.HasPrefix(name, prefix)
+			}
+			assert.True(t, found, "the README names --%s, which matches no flag of serve -h", m[1])
+			continue
+		}
+		assert.Contains(t, flags, m[1], "the README names --%s, which serve -h does not print", m[1])
+	}
+}
