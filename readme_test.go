@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"maps"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -181,4 +182,48 @@ func TestReadmeNamesExist(t *testing.T) {
 	for name := range sentinels {
 		assert.True(t, named[name], "the README never names %s", name)
 	}
+}
+
+// TestReadmePackagesExist: every path of the README's package table is a
+// directory of Go code, and the rows that say "its own module" are exactly
+// the modules go.work ties together besides the root.
+func TestReadmePackagesExist(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	text := string(readme)
+	i := strings.Index(text, "## Packages\n")
+	require.GreaterOrEqual(t, i, 0, "the README's package table")
+	const header = "| path | what |\n|---|---|\n"
+	j := strings.Index(text[i:], header)
+	require.GreaterOrEqual(t, j, 0, "the package table")
+	rowRE := regexp.MustCompile("^\\| `([^`]+)` \\|(.*)\\|$")
+	var modules []string
+	rows := 0
+	for _, line := range strings.Split(text[i+j+len(header):], "\n") {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		m := rowRE.FindStringSubmatch(line)
+		require.NotNil(t, m, "a row naming one path in backquotes: %s", line)
+		rows++
+		goFiles, err := filepath.Glob(filepath.Join(m[1], "*.go"))
+		require.NoError(t, err)
+		assert.NotEmpty(t, goFiles, "the README lists %s, which holds no Go code", m[1])
+		if strings.Contains(m[2], "its own module") {
+			modules = append(modules, m[1])
+		}
+	}
+	require.NotZero(t, rows)
+
+	work, err := os.ReadFile("go.work")
+	require.NoError(t, err)
+	use := regexp.MustCompile(`(?s)\nuse \((.*?)\)`).FindStringSubmatch(string(work))
+	require.NotNil(t, use, "go.work's use block")
+	var workModules []string
+	for _, dir := range strings.Fields(use[1]) {
+		if dir = filepath.Clean(dir); dir != "." {
+			workModules = append(workModules, dir)
+		}
+	}
+	assert.ElementsMatch(t, workModules, modules, "go.work's modules against the README's rows saying \"its own module\"")
 }
