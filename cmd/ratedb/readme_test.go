@@ -64,11 +64,13 @@ func TestReadmeFlagsMatchHelp(t *testing.T) {
 
 // metricRow is a row of the README's metrics table: the families it names
 // (a name ending in "*" stands for every family with that prefix), the
-// labels it gives them and its type ("" for none).
+// labels it gives them, its type ("" for none) and the values its meaning
+// gives a label ("`decision` = `allow` or `deny`").
 type metricRow struct {
 	names  []string
 	labels []string
 	kind   string
+	values map[string][]string
 }
 
 // readmeMetrics returns the rows of the README's metrics table, in order.
@@ -83,6 +85,7 @@ func readmeMetrics(t *testing.T) []metricRow {
 	j := strings.Index(text[i:], header)
 	require.GreaterOrEqual(t, j, 0, "the metrics table")
 	nameRE := regexp.MustCompile("`([a-z_*]+)(?:\\{([a-z_,]*)\\})?`")
+	valuesRE := regexp.MustCompile("`([a-z_]+)` = `([^`]+)` or `([^`]+)`")
 	var rows []metricRow
 	for _, line := range strings.Split(text[i+j+len(header):], "\n") {
 		if !strings.HasPrefix(line, "|") {
@@ -99,20 +102,27 @@ func readmeMetrics(t *testing.T) []metricRow {
 		}
 		require.NotEmpty(t, row.names, line)
 		row.kind = strings.TrimSpace(cells[2])
+		for _, m := range valuesRE.FindAllStringSubmatch(strings.Join(cells[3:], "|"), -1) {
+			if row.values == nil {
+				row.values = map[string][]string{}
+			}
+			row.values[m[1]] = []string{m[2], m[3]}
+		}
 		rows = append(rows, row)
 	}
 	require.NotEmpty(t, rows)
 	return rows
 }
 
-// exportedFamily is a metric family as /metrics serves it.
+// exportedFamily is a metric family as /metrics serves it: its type and
+// the values of each label its samples carry.
 type exportedFamily struct {
 	kind   string
-	labels map[string]bool
+	labels map[string]map[string]bool
 }
 
 // scrapeFamilies returns the families s serves on /metrics, by name, with
-// their type and the names of the labels their samples carry (a
+// their type and the labels their samples carry, with their values (a
 // histogram's "le" left out).
 func scrapeFamilies(t *testing.T, s *service) map[string]*exportedFamily {
 	t.Helper()
@@ -120,10 +130,10 @@ func scrapeFamilies(t *testing.T, s *service) map[string]*exportedFamily {
 	require.Equal(t, http.StatusOK, code)
 	families := map[string]*exportedFamily{}
 	sampleRE := regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? `)
-	labelRE := regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="`)
+	labelRE := regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"`)
 	for _, line := range strings.Split(body, "\n") {
 		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
-			families[f[2]] = &exportedFamily{kind: f[3], labels: map[string]bool{}}
+			families[f[2]] = &exportedFamily{kind: f[3], labels: map[string]map[string]bool{}}
 			continue
 		}
 		m := sampleRE.FindStringSubmatch(line)
@@ -142,7 +152,10 @@ func scrapeFamilies(t *testing.T, s *service) map[string]*exportedFamily {
 		require.NotNil(t, fam, "sample of a family without a TYPE line: %s", line)
 		for _, l := range labelRE.FindAllStringSubmatch(m[2], -1) {
 			if l[1] != "le" && l[1] != "quantile" {
-				fam.labels[l[1]] = true
+				if fam.labels[l[1]] == nil {
+					fam.labels[l[1]] = map[string]bool{}
+				}
+				fam.labels[l[1]][l[2]] = true
 			}
 		}
 	}
@@ -161,7 +174,8 @@ const (
 // TestReadmeMetricsMatchExported: the README's metrics table names every
 // family `ratedb serve` exports (with --grpc and --envoy-config, so that
 // every family is registered, and after one check, which creates the
-// per-rule series), with its type and labels, and names nothing it does
+// per-rule series), with its type, labels and the values it gives a label
+// ("`decision` = `allow` or `deny`"), and names nothing it does
 // not export. With --redis (against a real redis-server), it exports
 // exactly the rows outside the DB's own range; no family exists only with
 // --redis.
@@ -223,6 +237,9 @@ func TestReadmeMetricsMatchExported(t *testing.T) {
 					}
 					assert.Equal(t, row.kind, fam.kind, "the README's type of %s", name)
 					assert.ElementsMatch(t, row.labels, slices.Collect(maps.Keys(fam.labels)), "the README's labels of %s", name)
+					for label, values := range row.values {
+						assert.ElementsMatch(t, values, slices.Collect(maps.Keys(fam.labels[label])), "the README's values of %s's label %s", name, label)
+					}
 				}
 			}
 			for name := range exported {
