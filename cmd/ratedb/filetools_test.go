@@ -7,13 +7,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
 )
 
 // stateFile writes a state file of n live one-hour windows at path with
@@ -120,4 +124,63 @@ func TestInspectEmptyFile(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "an empty file")
 	assert.NotContains(t, stderr, "bad file descriptor")
+}
+
+// damageBlocks flips a byte in the middle of every third block of windows
+// of the state file at path, so that each fails its checksum.
+func damageBlocks(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(layout.BucketBlocks)
+		var keys [][]byte
+		require.NoError(t, b.ForEach(func(k, _ []byte) error {
+			keys = append(keys, append([]byte(nil), k...))
+			return nil
+		}))
+		for i := 0; i < len(keys); i += 3 {
+			v := append([]byte(nil), b.Get(keys[i])...)
+			v[len(v)/2] ^= 0xff
+			if err := b.Put(keys[i], v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.NoError(t, db.Close())
+}
+
+// compact drops the damaged blocks of a file, as serve's janitor would, and
+// says so, with their number (inspect's unreadable count): the windows they
+// held are gone from the new file, which must not happen silently.
+func TestCompactReportsDamagedBlocks(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.db")
+	stateFile(t, path, 5_000)
+	damageBlocks(t, path)
+	unreadable := regexp.MustCompile(`(\d+) unreadable`)
+
+	out, stderr, code := runTool(t, "inspect", path)
+	require.Equal(t, 0, code, stderr)
+	m := unreadable.FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	damaged, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	require.Positive(t, damaged, "the file has damaged blocks")
+
+	out, stderr, code = runTool(t, "compact", path)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, fmt.Sprintf("removed 0 expired windows, dropped %d damaged blocks, ", damaged))
+	assert.Contains(t, stderr, fmt.Sprintf("warning: %s was damaged: %d damaged blocks were dropped", path, damaged))
+
+	out, stderr, code = runTool(t, "inspect", path)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, ", 0 unreadable", "compact dropped the damaged blocks")
+
+	// A sound file: nothing dropped, nothing on stderr.
+	out, stderr, code = runTool(t, "compact", path)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "removed 0 expired windows, dropped 0 damaged blocks, ")
+	assert.Empty(t, stderr)
 }

@@ -278,9 +278,20 @@ func runCompact(args []string, stdout, stderr io.Writer) error {
 	}
 	res, err := tools.Compact(args[0])
 	if err != nil {
+		if res.Cleaned > 0 || res.Damaged > 0 {
+			// The janitor pass changed the file in place before the
+			// rewrite failed.
+			fmt.Fprintf(stderr, "ratedb compact: before the error, the janitor pass removed %d expired windows and dropped %d damaged blocks from %s in place\n",
+				res.Cleaned, res.Damaged, args[0])
+		}
 		return err
 	}
-	fmt.Fprintf(stdout, "compacted %s: removed %d expired windows, %d -> %d bytes\n", args[0], res.Cleaned, res.Before, res.After)
+	if res.Damaged > 0 {
+		fmt.Fprintf(stderr, "ratedb compact: warning: %s was damaged: %d damaged blocks were dropped; the counts of their windows are lost (they were unreadable: serve would have counted them anew)\n",
+			args[0], res.Damaged)
+	}
+	fmt.Fprintf(stdout, "compacted %s: removed %d expired windows, dropped %d damaged blocks, %d -> %d bytes\n",
+		args[0], res.Cleaned, res.Damaged, res.Before, res.After)
 	return nil
 }
 

@@ -16,6 +16,13 @@ import (
 type CompactResult struct {
 	// Cleaned is the number of expired windows removed.
 	Cleaned int
+	// Damaged is the damage the janitor pass dropped from the file, as
+	// ratedb's Stats.CorruptSkipped counts it: damaged blocks of windows
+	// (inspect's unreadable count), records of a ratedb/1 file its
+	// migration could not read, a damaged meta page, the pages and blocks
+	// a rebuild left out. The windows they held were unreadable: serve
+	// would have counted them anew, and they are gone from the new file.
+	Damaged int64
 	// Before and After are the file's sizes in bytes.
 	Before, After int64
 }
@@ -25,6 +32,11 @@ type CompactResult struct {
 // syncs it and renames it over the old one. It refuses with ErrInUse while a
 // ratedb process holds the file, and holds the file's lock until the new
 // file is in place.
+//
+// The janitor pass drops the file's damaged blocks, as serve's would:
+// CompactResult.Damaged counts them. It changes the file in place, before
+// the rewrite: when Compact fails after it, the result it returns with the
+// error still says what the pass removed.
 //
 // The new file takes the old one's permissions and owner (compacting as
 // root a file the service owns leaves the service able to open it; Compact
@@ -52,6 +64,7 @@ func Compact(path string) (CompactResult, error) {
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
+	res.Damaged = db.Stats().CorruptSkipped
 	if err != nil {
 		return res, err
 	}

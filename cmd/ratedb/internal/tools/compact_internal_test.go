@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
@@ -153,4 +154,34 @@ func mustReadDir(t *testing.T, dir string) []os.DirEntry {
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	return ents
+}
+
+// The janitor pass drops damaged blocks from the file in place, before the
+// rewrite: when the rewrite then fails, the result Compact returns with the
+// error still counts them, so that the command can say what it changed.
+func TestCompactCountsDamageWhenTheRewriteFails(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	countFile(t, path, 1)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(layout.BucketBlocks)
+		k, v := b.Cursor().First()
+		require.NotNil(t, k)
+		v = append([]byte(nil), v...)
+		v[len(v)/2] ^= 0xff
+		return b.Put(append([]byte(nil), k...), v)
+	}))
+	require.NoError(t, db.Close())
+	// The rewrite fails: its new file's name is replaced meanwhile.
+	testAfterCompactTemp = func(tmp string) {
+		require.NoError(t, os.Remove(tmp))
+		require.NoError(t, os.WriteFile(tmp, nil, 0o600))
+	}
+	defer func() { testAfterCompactTemp = nil }()
+
+	res, err := Compact(path)
+	require.ErrorContains(t, err, "was replaced while compact wrote it")
+	assert.Equal(t, int64(1), res.Damaged)
 }
