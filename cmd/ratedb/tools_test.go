@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -151,4 +152,51 @@ func TestDevKeyAndLogs(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(logs, key), "the key is printed once")
 	assert.NotContains(t, logs, "secret-client", "client ids are not logged")
 	assert.Contains(t, logs, `"msg":"listening"`, "JSON logs")
+}
+
+// inspect's text output shows a key as it is only if that cannot mislead:
+// a key with a character a terminal acts on or hides (a C1 control such as
+// U+009B, which starts an escape sequence; a bidi override), a tab, or a
+// leading '"' is quoted in Go syntax. Clients choose their keys (a
+// client_id, an Envoy descriptor value from a request header).
+func TestInspectQuotesKeysThatCouldMislead(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "s.db")
+	keys := map[string]bool{ // key: printed as it is
+		"plain key/ü":       true,
+		"csi\u009b2Jgone":   false,
+		"evil\u202etxt.exe": false,
+		"esc\x1b[2J":        false,
+		"tab\tcolumn":       false,
+		`"quoted"`:          false,
+		"nbsp\u00a0":        false,
+	}
+	db, err := ratedb.Open(path, &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	w, err := db.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	for k := range keys {
+		_, err := w.Inc(context.Background(), k, 1)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+
+	out, stderr, code := runTool(t, "inspect", path)
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, len(keys)+1, out)
+	var shown []string
+	for _, l := range lines[:len(keys)] {
+		shown = append(shown, strings.SplitN(l, "\tfixed\t", 2)[0])
+	}
+	for k, raw := range keys {
+		want := k
+		if !raw {
+			want = strconv.Quote(k)
+		}
+		assert.Contains(t, shown, want, "key %q", k)
+	}
+	for _, r := range []string{"\u009b", "\u202e", "\x1b", "\u00a0"} {
+		assert.NotContains(t, out, r)
+	}
 }

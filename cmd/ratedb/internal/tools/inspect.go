@@ -181,9 +181,15 @@ func joinInts(v []int64) string {
 	return strings.Join(s, ",")
 }
 
-// printable quotes a key with non-printable bytes.
+// printable returns a key as it is, or quoted in Go syntax
+// (strconv.Quote) if printing it as it is could mislead: invalid UTF-8, or
+// any character strconv.IsPrint refuses (a tab, the column separator; C0
+// and C1 controls, which a terminal acts on: "\x1b[" and "\u009b" start
+// escape sequences; format characters such as U+202E, which reorders the
+// text after it), or a key that is empty or starts with '"' (it would read
+// as a quoted one). Keys come from clients, or from a crafted file.
 func printable(s string) string {
-	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\t' }) {
+	if s == "" || s[0] == '"' || !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
 		return strconv.Quote(s)
 	}
 	return s
