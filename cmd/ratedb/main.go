@@ -296,23 +296,37 @@ func runCompact(args []string, stdout, stderr io.Writer) error {
 }
 
 // version is the module version and VCS revision the binary was built from.
-func version() string {
-	v, rev, dirty := "(devel)", "", ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					dirty = "+dirty"
-				}
+func version() string { return versionOf(debug.ReadBuildInfo()) }
+
+// versionOf formats the build information bi (ok false: none) as
+// "ratedb VERSION [REVISION[+dirty]] GOVERSION", one space between fields:
+// VERSION is the main module's version ("(devel)" when the go command
+// stamped none, as under go run or with -buildvcs=false), REVISION the VCS
+// revision, present only when the go command stamped it.
+func versionOf(bi *debug.BuildInfo, ok bool) string {
+	if !ok || bi == nil {
+		return "ratedb (devel)"
+	}
+	fields := []string{"ratedb", "(devel)"}
+	if bi.Main.Version != "" {
+		fields[1] = bi.Main.Version
+	}
+	rev, dirty := "", ""
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
 			}
 		}
-		return fmt.Sprintf("ratedb %s %s%s %s", v, rev, dirty, bi.GoVersion)
 	}
-	return "ratedb " + v
+	if rev != "" {
+		fields = append(fields, rev+dirty)
+	}
+	if bi.GoVersion != "" {
+		fields = append(fields, bi.GoVersion)
+	}
+	return strings.Join(fields, " ")
 }
