@@ -1,10 +1,14 @@
 package main_test
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A stray argument is named in the usage error, but never a URL's password:
@@ -65,4 +69,46 @@ func TestMistypedFlagHidesAPassword(t *testing.T) {
 	}
 	_, stderr, _ := runTool(t, "serve", "---redis=localhost:6379")
 	assert.Contains(t, stderr, "---redis=localhost:6379", "an argument without credentials is still named")
+}
+
+// The file tools and version handle their arguments as serve does: -h
+// prints the usage and exits 0, a stray argument is a usage error (exit 2),
+// and "--" ends the flags, so a file whose name starts with '-' can be
+// named.
+func TestToolArguments(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args  []string
+		code  int
+		usage string
+	}{
+		{[]string{"compact", "-h"}, 0, "usage: ratedb compact FILE"},
+		{[]string{"compact", "--help"}, 0, "usage: ratedb compact FILE"},
+		{[]string{"compact"}, 2, "usage: ratedb compact FILE"},
+		{[]string{"compact", "a.db", "b.db"}, 2, "usage: ratedb compact FILE"},
+		{[]string{"compact", "--json", "a.db"}, 2, "usage: ratedb compact FILE"},
+		{[]string{"inspect", "-h"}, 0, "usage: ratedb inspect"},
+		{[]string{"inspect", "a.db", "b.db"}, 2, "usage: ratedb inspect"},
+		{[]string{"version", "--json"}, 2, "usage: ratedb version"},
+		{[]string{"version", "extra"}, 2, "usage: ratedb version"},
+	} {
+		out, stderr, code := runTool(t, tc.args...)
+		assert.Equal(t, tc.code, code, "%v: %s", tc.args, stderr)
+		assert.Contains(t, stderr, tc.usage, "%v", tc.args)
+		assert.Equal(t, 1, strings.Count(stderr, tc.usage), "%v: the usage once", tc.args)
+		assert.Empty(t, out, "%v", tc.args)
+	}
+	out, stderr, code := runTool(t, "version")
+	assert.Equal(t, 0, code, stderr)
+	assert.True(t, strings.HasPrefix(out, "ratedb "), out)
+
+	// "--" lets compact name a file whose name starts with '-'.
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "-state.db"), nil, 0o600))
+	cmd := exec.Command(binary(t), "compact", "--", "-state.db")
+	cmd.Dir = dir
+	b, err := cmd.CombinedOutput()
+	require.Error(t, err, "an empty file is no ratedb file")
+	assert.Contains(t, string(b), "zero-byte file", "compact opened the file")
+	assert.NotContains(t, string(b), "usage:")
 }

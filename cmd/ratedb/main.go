@@ -70,6 +70,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "compact":
 		err = runCompact(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "ratedb version: unexpected argument %s\nusage: ratedb version\n", shownArg(args[1]))
+			return 2
+		}
 		fmt.Fprintln(stdout, version())
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -272,10 +276,19 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 }
 
 func runCompact(args []string, stdout, stderr io.Writer) error {
-	if len(args) != 1 || args[0] == "" || args[0][0] == '-' {
-		fmt.Fprintln(stderr, "usage: ratedb compact FILE")
+	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: ratedb compact FILE\n\nremoves the expired windows of FILE and rewrites it to reclaim space (refuses while it is in use)\n")
+	}
+	if err := parseQuietly(fs, args, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || fs.Arg(0) == "" {
+		fs.Usage()
 		return errUsage
 	}
+	args = fs.Args()
 	res, err := tools.Compact(args[0])
 	if err != nil {
 		if res.Cleaned > 0 || res.Damaged > 0 {
