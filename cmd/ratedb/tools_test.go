@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ratedb/ratedb"
 	"github.com/stretchr/testify/assert"
@@ -199,4 +200,46 @@ func TestInspectQuotesKeysThatCouldMislead(t *testing.T) {
 	for _, r := range []string{"\u009b", "\u202e", "\x1b", "\u00a0"} {
 		assert.NotContains(t, out, r)
 	}
+}
+
+// inspect --json gives back every key exactly: JSON strings hold only
+// UTF-8, and encoding/json writes U+FFFD for each invalid byte, so two
+// keys that differ only there (an Envoy key holds its lengths as varints:
+// a length of 128 or more is not UTF-8; a hashed one is raw SHA-256) read
+// the same. Such a key's bytes are in key_bytes.
+func TestInspectJSONKeepsKeysThatAreNotUTF8(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "s.db")
+	keys := []string{"\x00envoy\x00\x80\x01a", "\x00envoy\x00\xff\x01a", "plain/ü"}
+	db, err := ratedb.Open(path, &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	w, err := db.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	for _, k := range keys {
+		_, err := w.Inc(context.Background(), k, 1)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+
+	out, stderr, code := runTool(t, "inspect", "--json", path)
+	require.Equal(t, 0, code, stderr)
+	var got struct {
+		Windows []struct {
+			Key      string `json:"key"`
+			KeyBytes []byte `json:"key_bytes"`
+		} `json:"windows"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	var read []string
+	for _, w := range got.Windows {
+		k := w.Key
+		if w.KeyBytes != nil {
+			k = string(w.KeyBytes)
+		} else {
+			assert.True(t, utf8.ValidString(k), "%q", k)
+		}
+		read = append(read, k)
+	}
+	assert.ElementsMatch(t, keys, read)
+	assert.Equal(t, 2, strings.Count(out, `"key_bytes"`), "only for keys that are not UTF-8")
 }

@@ -30,8 +30,13 @@ const lockTimeout = time.Second
 // Window is one window of a state file.
 type Window struct {
 	// Key is the key the limiter counted (for the service: see the
-	// README's "counted keys").
-	Key       string   `json:"key"`
+	// README's "counted keys"). In JSON, a key that is not valid UTF-8 (an
+	// Envoy key with a length of 128 or more in it, or one hashed for its
+	// length) has each invalid byte shown as U+FFFD: KeyBytes then holds it.
+	Key string `json:"key"`
+	// KeyBytes is the key's bytes (base64 in JSON), set only when the key
+	// is not valid UTF-8.
+	KeyBytes  []byte   `json:"key_bytes,omitempty"`
 	Algorithm string   `json:"algorithm"`
 	Layered   bool     `json:"layered,omitempty"`
 	Scales    []string `json:"scales"`
@@ -72,6 +77,9 @@ func Inspect(path, prefix string, now time.Time) ([]Window, Summary, error) {
 				return nil
 			}
 			w.Key = key
+			if !utf8.ValidString(key) {
+				w.KeyBytes = []byte(key)
+			}
 			for _, c := range cs {
 				w.Counts = append(w.Counts, c.Count)
 				end := ""
