@@ -168,10 +168,11 @@ func Compact(path string) (CompactResult, error) {
 }
 
 // removeCompactLeftovers removes the regular files that compacts of the
-// file at path cut short left beside it: "<name>.compact-*", and
-// "<name>.compact" of earlier versions. Names are matched as strings, not as
-// a glob pattern, which a path holding '[' or '*' would turn into another
-// file's.
+// file at path cut short left beside it: "<name>.compact-N" (N the decimal
+// digits os.CreateTemp puts in place of '*'), and "<name>.compact" of
+// earlier versions. Names are matched as strings, not as a glob pattern,
+// which a path holding '[' or '*' would turn into another file's; an
+// operator's own "<name>.compact-old" is no leftover and is kept.
 func removeCompactLeftovers(path string) {
 	dir, name := filepath.Dir(path), filepath.Base(path)
 	ents, err := os.ReadDir(dir)
@@ -180,10 +181,17 @@ func removeCompactLeftovers(path string) {
 	}
 	for _, e := range ents {
 		n := e.Name()
-		if (n == name+".compact" || strings.HasPrefix(n, name+".compact-")) && e.Type().IsRegular() {
+		if (n == name+".compact" || isTempName(n, name+".compact-")) && e.Type().IsRegular() {
 			_ = os.Remove(filepath.Join(dir, n))
 		}
 	}
+}
+
+// isTempName reports whether n is prefix followed by one or more decimal
+// digits, a name os.CreateTemp gives for the pattern prefix+"*".
+func isTempName(n, prefix string) bool {
+	d, ok := strings.CutPrefix(n, prefix)
+	return ok && d != "" && strings.Trim(d, "0123456789") == ""
 }
 
 // testBeforeCompactOpen, when set by a test, runs after the janitor pass,

@@ -80,14 +80,16 @@ func TestCompactOfAFileReplacedWhileWaiting(t *testing.T) {
 // Compact writes its new file under a name of its own, created
 // exclusively, and removes what compacts cut short left (regular files
 // only: a symbolic link planted at such a name is neither followed nor
-// removed, and its target is untouched); another file's leftovers stay.
+// removed, and its target is untouched); another file's leftovers stay, and
+// so does a file no compact created, such as an operator's
+// "<name>.compact-old".
 func TestCompactTempFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s[1].db") // '[' would be a glob pattern
 	countFile(t, path, 3)
 	target := filepath.Join(dir, "elsewhere")
 	require.NoError(t, os.WriteFile(target, []byte("keep"), 0o600))
-	for _, n := range []string{"s[1].db.compact", "s[1].db.compact-123", "s1.db.compact-9"} {
+	for _, n := range []string{"s[1].db.compact", "s[1].db.compact-123", "s1.db.compact-9", "s[1].db.compact-old", "s[1].db.compact-"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("leftover"), 0o600))
 	}
 	require.NoError(t, os.Symlink(target, filepath.Join(dir, "s[1].db.compact-link")))
@@ -101,7 +103,7 @@ func TestCompactTempFiles(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	assert.ElementsMatch(t, []string{"s[1].db", "elsewhere", "s1.db.compact-9", "s[1].db.compact-link"}, names)
+	assert.ElementsMatch(t, []string{"s[1].db", "elsewhere", "s1.db.compact-9", "s[1].db.compact-link", "s[1].db.compact-old", "s[1].db.compact-"}, names)
 	b, err := os.ReadFile(target)
 	require.NoError(t, err)
 	assert.Equal(t, "keep", string(b))
