@@ -30,8 +30,11 @@ type CompactResult struct {
 // Compact removes the expired windows of the ratedb file at path (ratedb's
 // janitor pass), then rewrites the file into a fresh one (bbolt's Compact),
 // syncs it and renames it over the old one. It refuses with ErrInUse while a
-// ratedb process holds the file, and holds the file's lock until the new
-// file is in place.
+// ratedb process holds the file. It holds the file's lock during the pass
+// and again from the start of the rewrite until the new file is in place,
+// but not in between: a ratedb process that takes the file then makes
+// Compact fail with ErrInUse (the pass's changes stay, the file is not
+// replaced), and a file replaced meanwhile is detected and left alone.
 //
 // The janitor pass drops the file's damaged blocks, as serve's would:
 // CompactResult.Damaged counts them. It changes the file in place, before
@@ -40,7 +43,7 @@ type CompactResult struct {
 //
 // The new file takes the old one's permissions and owner (compacting as
 // root a file the service owns leaves the service able to open it; Compact
-// fails, changing nothing, if it cannot give the owner back), and a path
+// fails, leaving the old file in place, if it cannot give the owner back), and a path
 // that is a symbolic link compacts the file it points to, leaving the link.
 func Compact(path string) (CompactResult, error) {
 	var res CompactResult
