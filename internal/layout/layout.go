@@ -109,10 +109,12 @@ func SeekBlock(c *bolt.Cursor, h uint64) (k, v []byte) {
 	return k, v
 }
 
-// Visitor receives the windows of a file: Window gets each window (the
-// slices are valid only during the call), Damaged each block (or, in a
-// ratedb/1 file, record) that fails its checksum or structure.
+// Visitor receives the windows of a file: Format, if set, the file's
+// format marker (Format or LegacyFormat) before anything else, Window each
+// window (the slices are valid only during the call), Damaged each block
+// (or, in a ratedb/1 file, record) that fails its checksum or structure.
 type Visitor struct {
+	Format  func(marker string)
 	Window  func(key []byte, cs []record.Counter) error
 	Damaged func(err error) error
 }
@@ -125,12 +127,15 @@ func ForEach(tx *bolt.Tx, vis Visitor) error {
 	if mb == nil {
 		return fmt.Errorf("%w: no meta bucket", ErrFormat)
 	}
-	switch f := mb.Get(KeyFormat); {
-	case string(f) == string(Format):
-	case IsLegacy(f):
-		return forEachLegacy(tx, vis)
-	default:
+	f := mb.Get(KeyFormat)
+	if string(f) != string(Format) && !IsLegacy(f) {
 		return fmt.Errorf("%w: unknown format marker", ErrFormat)
+	}
+	if vis.Format != nil {
+		vis.Format(string(f))
+	}
+	if IsLegacy(f) {
+		return forEachLegacy(tx, vis)
 	}
 	bb := tx.Bucket(BucketBlocks)
 	if bb == nil {

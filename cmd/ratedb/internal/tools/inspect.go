@@ -56,7 +56,13 @@ type Summary struct {
 	Live       int `json:"live"`
 	Expired    int `json:"expired"`
 	Unreadable int `json:"unreadable"`
+	// Format is the file's format: "ratedb/2", or "ratedb/1" for a file
+	// that ratedb (serve, compact) migrates to ratedb/2 when it opens it.
+	Format string `json:"format"`
 }
+
+// legacyNote follows the format of a ratedb/1 file in the text summary.
+const legacyNote = " (ratedb migrates it to ratedb/2 when it opens it: serve or compact)"
 
 // Inspect lists the windows of the ratedb file at path whose key starts
 // with prefix, opening it read-only (a file of format ratedb/1, which ratedb
@@ -66,6 +72,7 @@ func Inspect(path, prefix string, now time.Time) ([]Window, Summary, error) {
 	var out []Window
 	var sum Summary
 	err := layout.Read(path, lockTimeout, layout.Visitor{
+		Format: func(marker string) { sum.Format = marker },
 		Window: func(k []byte, cs []record.Counter) error {
 			sum.Records++
 			w, key, ok := parseKey(k)
@@ -165,8 +172,12 @@ func WriteText(w io.Writer, ws []Window, s Summary) error {
 		fmt.Fprintf(&b, "%s\t%s\tscale=%s\tcount=%s\tend=%s\t%s\n", printable(x.Key), alg,
 			strings.Join(x.Scales, ","), joinInts(x.Counts), strings.Join(x.Ends, ","), state)
 	}
-	fmt.Fprintf(&b, "summary: %d records, %d listed (%d live, %d expired), %d unreadable\n",
-		s.Records, s.Listed, s.Live, s.Expired, s.Unreadable)
+	note := ""
+	if s.Format == string(layout.LegacyFormat) {
+		note = legacyNote
+	}
+	fmt.Fprintf(&b, "summary: %d records, %d listed (%d live, %d expired), %d unreadable; format %s%s\n",
+		s.Records, s.Listed, s.Live, s.Expired, s.Unreadable, s.Format, note)
 	_, err := w.Write(b.Bytes())
 	return err
 }
