@@ -10,7 +10,9 @@
 //
 //   - domain and at least one descriptor are required (INVALID_ARGUMENT
 //     otherwise). A descriptor that matches no rule, or whose domain is not
-//     configured, answers OK with no current_limit.
+//     configured, answers OK with no current_limit. A message grpc-go
+//     cannot decode (not protobuf, or a string that is not UTF-8) never
+//     reaches the Server: grpc-go answers INTERNAL itself.
 //   - The request's hits_addend is the cost of each descriptor; 0 means 1.
 //     A descriptor's own hits_addend overrides it; 0 checks without
 //     counting (OK if one more hit would fit now).
