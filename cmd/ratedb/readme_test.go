@@ -251,15 +251,19 @@ func TestReadmeMetricsMatchExported(t *testing.T) {
 	}
 }
 
-// TestReadmeFlagNamesExist: every serve flag the README names in
-// backquotes (the tables of the Envoy section included) is one `ratedb
-// serve -h` prints, and a family such as `--envoy-config-*` names at least
-// one; TestReadmeFlagsMatchHelp checks the other direction.
+// TestReadmeFlagNamesExist: every flag the README names in backquotes (the
+// tables of the Envoy section included) is one `ratedb serve -h` or `ratedb
+// inspect -h` prints, and a family such as `--envoy-config-*` names at
+// least one; TestReadmeFlagsMatchHelp checks the other direction for serve.
 func TestReadmeFlagNamesExist(t *testing.T) {
 	t.Parallel()
 	_, help, _ := runTool(t, "serve", "-h")
 	flags := flagEntries(help)
 	require.NotEmpty(t, flags)
+	_, help, _ = runTool(t, "inspect", "-h")
+	inspect := flagEntries(help)
+	require.Contains(t, inspect, "json")
+	maps.Copy(flags, inspect)
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
 	named := regexp.MustCompile("`--([a-z][a-z0-9-]*\\*?)").FindAllStringSubmatch(string(readme), -1)
@@ -270,9 +274,9 @@ func TestReadmeFlagNamesExist(t *testing.T) {
 			for name := range flags {
 				found = found || strings.HasPrefix(name, prefix)
 			}
-			assert.True(t, found, "the README names --%s, which matches no flag of serve -h", m[1])
+			assert.True(t, found, "the README names --%s, which matches no flag of serve -h or inspect -h", m[1])
 			continue
 		}
-		assert.Contains(t, flags, m[1], "the README names --%s, which serve -h does not print", m[1])
+		assert.Contains(t, flags, m[1], "the README names --%s, which neither serve -h nor inspect -h prints", m[1])
 	}
 }
