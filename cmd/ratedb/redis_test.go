@@ -198,3 +198,82 @@ func TestRedisOneClusterNodeRefused(t *testing.T) {
 	assert.Contains(t, stderr, "one node of a Redis Cluster")
 	assert.Contains(t, stderr, "comma list")
 }
+
+// /readyz says whether checks can be answered, not only whether Redis
+// answers a PING: a Redis that answers PING but refuses every check's write
+// (a replica after a failover: READONLY; maxmemory reached under
+// noeviction: OOM; CLIENT PAUSE WRITE) is not ready, and is again once it
+// accepts writes, without a restart. Nor is one that answers, but slower
+// than --redis-timeout, the bound every check gets.
+func TestRedisReadyzFollowsWhatChecksNeed(t *testing.T) {
+	t.Parallel()
+	addr, _ := proctest.StartRedis(t)
+	other, _ := proctest.StartRedis(t) // a master to make addr a replica of
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	ctx := context.Background()
+	s := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", "redis://"+addr+"/0", "--redis-timeout", "1s")
+	readyz := func() int {
+		code, _, _ := s.do("GET", "/readyz", "", "")
+		return code
+	}
+	// eventually polls /readyz (an outcome answers for a second) until it
+	// answers want.
+	eventually := func(want int, what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for readyz() != want {
+			require.True(t, time.Now().Before(deadline), "%s: /readyz never answered %d\n%s", what, want, s.stderr)
+			time.Sleep(20 * time.Millisecond) // polling another process's cached readiness
+		}
+	}
+	checkCode := func() int {
+		code, _, _ := s.do("POST", "/v1/check", clientKey, `{"client_id":"c","route":"/r"}`)
+		return code
+	}
+	eventually(http.StatusOK, "at start")
+
+	host, port, _ := strings.Cut(other, ":")
+	for _, tc := range []struct {
+		name          string
+		break_, mend  func() error
+		checksRefused bool // a check answers 503 meanwhile (CLIENT PAUSE WRITE holds it instead)
+	}{
+		{"replica (READONLY)",
+			func() error { return c.ReplicaOf(ctx, host, port).Err() },
+			func() error { return c.ReplicaOf(ctx, "NO", "ONE").Err() }, true},
+		{"out of memory under noeviction (OOM)",
+			func() error { return c.ConfigSet(ctx, "maxmemory", "1").Err() },
+			func() error { return c.ConfigSet(ctx, "maxmemory", "0").Err() }, true},
+		{"CLIENT PAUSE WRITE",
+			func() error { return c.Do(ctx, "CLIENT", "PAUSE", 60000, "WRITE").Err() },
+			func() error { return c.Do(ctx, "CLIENT", "UNPAUSE").Err() }, false},
+	} {
+		require.NoError(t, tc.break_(), tc.name)
+		if tc.checksRefused {
+			require.Equal(t, http.StatusServiceUnavailable, checkCode(), "%s: checks fail", tc.name)
+		}
+		eventually(http.StatusServiceUnavailable, tc.name)
+		require.NoError(t, tc.mend(), tc.name)
+		eventually(http.StatusOK, tc.name+", mended")
+		assert.Equal(t, http.StatusOK, checkCode(), "%s, mended: checks work again", tc.name)
+	}
+
+	// Slower than --redis-timeout (here 100 ms): Redis holds every command
+	// for 600 ms, less than a second. A check then answers 503; so must a
+	// readiness check that starts during the pause.
+	fast := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", "redis://"+addr+"/0")
+	pauser := redis.NewClient(&redis.Options{Addr: addr})
+	defer pauser.Close()
+	seen := false
+	for attempt := 0; attempt < 10 && !seen; attempt++ {
+		require.NoError(t, pauser.ClientPause(ctx, 600*time.Millisecond).Err())
+		paused := time.Now()
+		for !seen && time.Since(paused) < 500*time.Millisecond {
+			code, _, _ := fast.do("GET", "/readyz", "", "")
+			seen = code == http.StatusServiceUnavailable
+		}
+		// The next CLIENT PAUSE waits for this one to end.
+	}
+	assert.True(t, seen, "/readyz answered 200 throughout pauses longer than --redis-timeout\n%s", fast.stderr)
+}

@@ -24,6 +24,25 @@ import (
 // '{' right after the prefix, so it never meets one of them).
 const RulesKey = redisstore.DefaultPrefix + "rules"
 
+// ReadyKey is the key of Ready's probe. Nothing ever writes it: Ready's
+// SET only overwrites a key that exists.
+const ReadyKey = redisstore.DefaultPrefix + "ready"
+
+// Ready reports whether Redis accepts the writes that checks make, within
+// ctx: it sends SET ReadyKey "" XX, a write that writes nothing (XX: only if
+// the key exists, and it never does). Redis answers it as it answers a
+// check's script, unlike a PING: with READONLY on a replica (a failover
+// left --redis naming the old master), with OOM when maxmemory is reached
+// under noeviction, and not at all while CLIENT PAUSE WRITE holds writes.
+// On a Cluster it asks the node that owns ReadyKey's slot.
+func Ready(ctx context.Context, c redis.UniversalClient) error {
+	err := c.SetXX(ctx, ReadyKey, "", 0).Err()
+	if errors.Is(err, redis.Nil) {
+		return nil // not set, as it never exists: Redis accepted the write
+	}
+	return err
+}
+
 // Timeout is the default bound on each Redis call of a check
 // (--redis-timeout).
 const Timeout = 100 * time.Millisecond

@@ -102,10 +102,13 @@ func openRedis(c *Config, log *slog.Logger) (*state, error) {
 		name:  "redis",
 		store: redisstate.Store{S: rs},
 		rules: redisstate.RulesStorage{C: client, Timeout: 10 * c.RedisTimeout},
+		// Ready when Redis accepts a write within the bound of a check's
+		// call: a PING is answered by a replica, by a Redis out of memory
+		// and by one paused for writes, all of which fail every check.
 		ready: newReadiness(func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), c.RedisTimeout)
 			defer cancel()
-			return client.Ping(ctx).Err()
+			return redisstate.Ready(ctx, client)
 		}, readyPeriod, time.Now, log).ready,
 		close:       client.Close,
 		stopped:     "Redis client closed",
