@@ -213,20 +213,7 @@ func TestRedisReadyzFollowsWhatChecksNeed(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	s := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", "redis://"+addr+"/0", "--redis-timeout", "1s")
-	readyz := func() int {
-		code, _, _ := s.do("GET", "/readyz", "", "")
-		return code
-	}
-	// eventually polls /readyz (an outcome answers for a second) until it
-	// answers want.
-	eventually := func(want int, what string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for readyz() != want {
-			require.True(t, time.Now().Before(deadline), "%s: /readyz never answered %d\n%s", what, want, s.stderr)
-			time.Sleep(20 * time.Millisecond) // polling another process's cached readiness
-		}
-	}
+	eventually := s.eventuallyReady
 	checkCode := func() int {
 		code, _, _ := s.do("POST", "/v1/check", clientKey, `{"client_id":"c","route":"/r"}`)
 		return code
@@ -276,4 +263,67 @@ func TestRedisReadyzFollowsWhatChecksNeed(t *testing.T) {
 		// The next CLIENT PAUSE waits for this one to end.
 	}
 	assert.True(t, seen, "/readyz answered 200 throughout pauses longer than --redis-timeout\n%s", fast.stderr)
+}
+
+// eventuallyReady polls /readyz (an outcome answers for a second) until it
+// answers want, for up to 10 s.
+func (s *service) eventuallyReady(want int, what string) {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, _, _ := s.do("GET", "/readyz", "", "")
+		if code == want {
+			return
+		}
+		require.True(s.t, time.Now().Before(deadline), "%s: /readyz never answered %d\n%s", what, want, s.stderr)
+		time.Sleep(20 * time.Millisecond) // polling another process's cached readiness
+	}
+}
+
+// A Redis that crashes and comes back needs no restart of the service:
+// while it is down a check and a rule change answer 503, and so does
+// /readyz; once it is back, they work again. Restarted with its AOF, Redis
+// still holds the counts and the rules; restarted empty, it has lost both:
+// the instance serves the default rule from its next reread of the rules,
+// and says so in its log.
+func TestRedisRestartNeedsNoServiceRestart(t *testing.T) {
+	t.Parallel()
+	addr, free := proctest.StartRedis(t)
+	free() // only its port is wanted: the servers below restart on it
+	dir := t.TempDir()
+	persistent := []string{"--save", "", "--appendonly", "yes", "--appendfsync", "always"}
+	kill := proctest.StartRedisAt(t, addr, dir, persistent...)
+	// Recovery, not latency, is under test.
+	s := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", "redis://"+addr+"/0", "--redis-timeout", "1s")
+	code, _, body := s.do("PUT", "/v1/rules/vip", adminKey, `{"client_id":"vip","route":"*","limit":5,"window":"1h"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	s.check("vip", "/r")
+	require.Equal(t, int64(3), s.check("vip", "/r").Remain)
+
+	kill() // a crash
+	code, _, body = s.do("POST", "/v1/check", clientKey, `{"client_id":"vip","route":"/r"}`)
+	assert.Equal(t, http.StatusServiceUnavailable, code, body)
+	code, _, body = s.do("PUT", "/v1/rules/other", adminKey, `{"client_id":"o","route":"*","limit":7,"window":"1h"}`)
+	assert.Equal(t, http.StatusServiceUnavailable, code, body)
+	s.eventuallyReady(http.StatusServiceUnavailable, "Redis down")
+
+	kill = proctest.StartRedisAt(t, addr, dir, persistent...) // with its AOF
+	s.eventuallyReady(http.StatusOK, "Redis back with its AOF")
+	d := s.check("vip", "/r")
+	assert.Equal(t, int64(5), d.Limit, "the rule is kept")
+	assert.Equal(t, int64(2), d.Remain, "the count is kept")
+	code, _, body = s.do("PUT", "/v1/rules/other", adminKey, `{"client_id":"o","route":"*","limit":7,"window":"1h"}`)
+	assert.Equal(t, http.StatusCreated, code, "a rule change: %s", body)
+
+	kill()
+	proctest.StartRedisAt(t, addr, t.TempDir(), "--save", "", "--appendonly", "no") // empty
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.stderr.String(), "none are stored any more") {
+		require.True(t, time.Now().Before(deadline), "no warning of the lost rules:\n%s", s.stderr)
+		time.Sleep(20 * time.Millisecond) // polling another process's periodic reload
+	}
+	d = s.check("vip", "/r")
+	assert.Equal(t, int64(100), d.Limit, "the default rule applies")
+	assert.Equal(t, int64(99), d.Remain, "the count starts again")
+	s.eventuallyReady(http.StatusOK, "Redis back empty")
 }

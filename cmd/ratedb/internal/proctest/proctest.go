@@ -176,3 +176,37 @@ func waitListening(t testing.TB, addr string) {
 		time.Sleep(10 * time.Millisecond) // polling an external process coming up
 	}
 }
+
+// StartRedisAt runs a redis-server on addr (a loopback host:port, such as
+// one StartRedis returned and killed) with dir as its directory, where an
+// RDB or AOF file persists, and the further options args (for example
+// "--appendonly", "yes"), so that a test can restart Redis on the address a
+// service already uses. It returns a function that kills it (SIGKILL, as a
+// crash; also run by t.Cleanup; safe to call more than once). It skips or
+// fails without redis-server as StartRedis does, and fails the test if the
+// server does not accept connections within 10 seconds.
+func StartRedisAt(t testing.TB, addr, dir string, args ...string) (kill func()) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("RATEDB_REQUIRE_REDIS") == "1" {
+			t.Fatal("redis-server is not on PATH and RATEDB_REQUIRE_REDIS=1")
+		}
+		t.Skip("redis-server is not on PATH")
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append([]string{"--port", port, "--bind", host, "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, args...)
+	cmd := exec.Command("redis-server", all...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	var once sync.Once
+	kill = func() { once.Do(func() { _ = cmd.Process.Kill(); <-exited }) }
+	t.Cleanup(kill)
+	waitListening(t, addr)
+	return kill
+}
