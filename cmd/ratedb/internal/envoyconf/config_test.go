@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -350,4 +351,20 @@ func TestIntegrationConfigsLoad(t *testing.T) {
 	for _, d := range []string{"basic", "another", "features"} {
 		assert.True(t, c.HasDomain(d), d)
 	}
+}
+
+// TestLoadRefusesAFileOver16MiB: a config file is at most 16 MiB (real ones
+// are a few KiB); envoyproxy/ratelimit has no bound. The file is refused,
+// not cut: a prefix of it could load with fewer limits.
+func TestLoadRefusesAFileOver16MiB(t *testing.T) {
+	dir := t.TempDir()
+	head := "domain: big\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 1}}\n"
+	data := []byte(head + "#" + strings.Repeat("x", 16<<20-len(head)) + "\n")
+	require.Greater(t, len(data), 16<<20)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.yaml"), data, 0o600))
+	_, err := envoyconf.Load(dir)
+	require.ErrorIs(t, err, envoyconf.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "big.yaml: file larger than")
+	_, err = envoyconf.Parse([]envoyconf.File{{Name: "big.yaml", Data: data}})
+	require.ErrorIs(t, err, envoyconf.ErrInvalidConfig)
 }

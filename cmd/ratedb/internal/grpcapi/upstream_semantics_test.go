@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -204,5 +205,33 @@ func TestLimitOverrideUnitNumbers(t *testing.T) {
 		assert.Equal(t, codes.InvalidArgument, status.Code(err), "unit %d: %v", unit, err)
 	}
 	assert.Equal(t, st{Code: ok, HasLimit: true, Requests: 9, Unit: min_, Remaining: 8, Reset: 30}, ask(t, c, "o", desc("k", "v")),
+		"the refused requests counted nothing")
+}
+
+// Where envoyproxy/ratelimit takes a request of any size (up to grpc-go's
+// default 4 MiB message), ratedb bounds it, whatever the domain: at most
+// MaxDescriptors descriptors of at most MaxEntries entries
+// (INVALID_ARGUMENT) and a 1 MiB message (RESOURCE_EXHAUSTED). The bounds
+// themselves are served.
+func TestRequestBoundsHoldForEveryDomain(t *testing.T) {
+	c := startConfig(t, "domain: b\ndescriptors:\n  - {key: k, rate_limit: {unit: minute, requests_per_unit: 9}}\n", newClock(now))
+	entries := func(n int) *ratelimitv3.RateLimitDescriptor {
+		d := &ratelimitv3.RateLimitDescriptor{}
+		for range n {
+			d.Entries = append(d.Entries, &ratelimitv3.RateLimitDescriptor_Entry{Key: "k", Value: "v"})
+		}
+		return d
+	}
+	for _, domain := range []string{"b", "unknown"} {
+		assert.Equal(t, st{Code: ok}, ask(t, c, domain, entries(grpcapi.MaxEntries)), "%s: %d entries", domain, grpcapi.MaxEntries)
+		_, err := c.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: domain,
+			Descriptors: []*ratelimitv3.RateLimitDescriptor{entries(grpcapi.MaxEntries + 1)}})
+		assert.Equal(t, codes.InvalidArgument, status.Code(err), "%s: %d entries: %v", domain, grpcapi.MaxEntries+1, err)
+
+		_, err = c.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: domain,
+			Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("k", strings.Repeat("v", 1<<20))}})
+		assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%s: a message over 1 MiB: %v", domain, err)
+	}
+	assert.Equal(t, st{Code: ok, HasLimit: true, Requests: 9, Unit: min_, Remaining: 8, Reset: 30}, ask(t, c, "b", desc("k", "v")),
 		"the refused requests counted nothing")
 }
