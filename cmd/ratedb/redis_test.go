@@ -110,6 +110,26 @@ func TestRedisBadURL(t *testing.T) {
 	assert.Contains(t, stderr, "--fail-open applies only with --redis")
 }
 
+// README: the service needs Redis to start, and exits if Redis does not
+// answer within 1 s (the bound of a rules read: ten times --redis-timeout,
+// at least 1 s). It first waited 5 s for the probe that refuses a Cluster
+// node, then 1 s more for the rules: 6 s before a deploy learnt that its
+// Redis was not there.
+func TestRedisNotAnsweringAtStartExitsWithinItsBound(t *testing.T) {
+	t.Parallel()
+	addr := proctest.StartStoppedRedis(t)
+	binary(t) // built before the clock starts
+	begin := time.Now()
+	_, stderr, code := runToolWithin(t, 30*time.Second, "serve", "--http", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "unused.db"),
+		"--redis", "redis://"+addr+"/0", "--fail-open")
+	elapsed := time.Since(begin)
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stderr, "Redis")
+	assert.Contains(t, stderr, "unavailable")
+	// 1 s, plus the start and end of a process on a loaded machine.
+	assert.Less(t, elapsed, 3*time.Second, "serve took %v to give up on a Redis that does not answer", elapsed)
+}
+
 // A stored rule this version refuses (here written into Redis by hand, as
 // another version of ratedb might store one) neither stops the running
 // instances from changing the rules, nor from seeing each other's changes,

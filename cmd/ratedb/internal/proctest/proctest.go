@@ -1,6 +1,7 @@
 // Package proctest holds what the end-to-end tests of the ratedb command
 // share: a concurrency-safe buffer for a process's output and a throwaway
-// redis-server on a loopback port. It is imported by tests only.
+// redis-server on a loopback port (running or stopped). It is imported by
+// tests only.
 package proctest
 
 import (
@@ -45,6 +46,30 @@ func (s *SyncBuffer) String() string {
 // connections within 10 seconds.
 func StartRedis(t testing.TB) (addr string, kill func()) {
 	t.Helper()
+	addr, _, kill = startRedis(t)
+	return addr, kill
+}
+
+// StartStoppedRedis runs a throwaway redis-server as StartRedis does, waits
+// until it accepts connections and then stops it (SIGSTOP): a Redis that
+// does not answer, whose connections the kernel still completes, as one
+// that hangs or whose host is overloaded. It is killed by t.Cleanup. It
+// skips where there is no SIGSTOP.
+func StartStoppedRedis(t testing.TB) (addr string) {
+	t.Helper()
+	if stopSignal == nil {
+		t.Skip("stopping a process needs SIGSTOP")
+	}
+	addr, proc, _ := startRedis(t)
+	if err := proc.Signal(stopSignal); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// startRedis is StartRedis, also returning the server's process.
+func startRedis(t testing.TB) (addr string, proc *os.Process, kill func()) {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("RATEDB_REQUIRE_REDIS") == "1" {
 			t.Fatal("redis-server is not on PATH and RATEDB_REQUIRE_REDIS=1")
@@ -74,7 +99,7 @@ func StartRedis(t testing.TB) (addr string, kill func()) {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			_ = c.Close()
-			return addr, kill
+			return addr, cmd.Process, kill
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("redis-server did not accept connections in 10s")

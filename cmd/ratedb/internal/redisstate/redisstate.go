@@ -130,15 +130,22 @@ var ErrClusterNode = errors.New("--redis names one node of a Redis Cluster: give
 // CheckNotClusterNode reports ErrClusterNode when c is a client of one
 // server (not a ClusterClient) and that server runs in Cluster mode: keys
 // that hash to the other nodes' slots would then answer MOVED and every
-// check of them fail, while a PING still succeeds. A server that does not
-// answer is not judged (nil): the caller's own first call reports it.
+// check of them fail, while a PING still succeeds. A server that answers
+// with an error (INFO renamed or not permitted) is not judged (nil). One
+// that cannot be reached or does not answer within ctx is reported, as an
+// error matching ratedb.ErrUnavailable: a caller that needs it to start
+// should not wait for it a second time.
 func CheckNotClusterNode(ctx context.Context, c redis.UniversalClient) error {
 	if _, ok := c.(*redis.Client); !ok {
 		return nil
 	}
 	info, err := c.Info(ctx, "cluster").Result()
 	if err != nil {
-		return nil
+		var answered redis.Error
+		if errors.As(err, &answered) {
+			return nil
+		}
+		return fmt.Errorf("--redis: no answer from Redis: %w (%w)", err, ratedb.ErrUnavailable)
 	}
 	if strings.Contains(info, "cluster_enabled:1") {
 		return ErrClusterNode
@@ -185,8 +192,8 @@ type RulesStorage struct {
 	Timeout time.Duration
 }
 
-// timeout is the bound of one Load or Update.
-func (r RulesStorage) timeout() time.Duration { return max(r.Timeout, time.Second) }
+// CallTimeout is the bound of one Load or Update: Timeout, at least 1 s.
+func (r RulesStorage) CallTimeout() time.Duration { return max(r.Timeout, time.Second) }
 
 // updateAttempts is how many times Update retries when other writers keep
 // changing the rules between its read and its write.
@@ -194,7 +201,7 @@ const updateAttempts = 16
 
 // Load implements rules.Storage.
 func (r RulesStorage) Load() ([]rules.Stored, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout())
+	ctx, cancel := context.WithTimeout(context.Background(), r.CallTimeout())
 	defer cancel()
 	return loadRules(ctx, r.C)
 }
@@ -228,7 +235,7 @@ var errRulesContended = fmt.Errorf("rules: %s kept changing in Redis while being
 // f's result in MULTI/EXEC, which Redis refuses if another client wrote the
 // key since the read; it then reads again and calls f again.
 func (r RulesStorage) Update(f func([]rules.Stored) ([]rules.Stored, error)) error {
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout())
+	ctx, cancel := context.WithTimeout(context.Background(), r.CallTimeout())
 	defer cancel()
 	for range updateAttempts {
 		var inner error // the error the transaction's function returned

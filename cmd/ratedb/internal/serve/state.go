@@ -86,7 +86,10 @@ func openRedis(c *Config, log *slog.Logger) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	rulesStorage := redisstate.RulesStorage{C: client, Timeout: 10 * c.RedisTimeout}
+	// Bounded as the rules read that follows: a Redis that does not answer
+	// ends the start after one bound (1 s by default), not two.
+	ctx, cancel := context.WithTimeout(context.Background(), rulesStorage.CallTimeout())
 	err = redisstate.CheckNotClusterNode(ctx, client)
 	cancel()
 	if err != nil {
@@ -101,7 +104,7 @@ func openRedis(c *Config, log *slog.Logger) (*state, error) {
 	return &state{
 		name:  "redis",
 		store: redisstate.Store{S: rs},
-		rules: redisstate.RulesStorage{C: client, Timeout: 10 * c.RedisTimeout},
+		rules: rulesStorage,
 		// Ready when Redis accepts a write within the bound of a check's
 		// call: a PING is answered by a replica, by a Redis out of memory
 		// and by one paused for writes, all of which fail every check.
