@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
@@ -279,4 +281,106 @@ func TestReadmeFlagNamesExist(t *testing.T) {
 		}
 		assert.Contains(t, flags, m[1], "the README names --%s, which neither serve -h nor inspect -h prints", m[1])
 	}
+}
+
+// readmeSection returns the README's text from the heading to the next
+// heading of the same or a higher level (lines in code blocks, such as a
+// YAML comment, are no headings).
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	level := strings.IndexByte(heading, ' ')
+	var out []string
+	in, fenced := false, false
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		if !fenced && strings.HasPrefix(line, "#") {
+			hashes := len(line) - len(strings.TrimLeft(line, "#"))
+			switch {
+			case line == heading:
+				in = true
+				continue
+			case in && hashes <= level && strings.HasPrefix(line[hashes:], " "):
+				return strings.Join(out, "\n")
+			}
+		}
+		if in {
+			out = append(out, line)
+		}
+	}
+	require.True(t, in, "the README's section %q", heading)
+	return strings.Join(out, "\n")
+}
+
+// readmeBlocks returns the contents of the section's code blocks of lang.
+func readmeBlocks(t *testing.T, section, lang string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range regexp.MustCompile("(?s)```"+lang+"\n(.*?)```").FindAllStringSubmatch(section, -1) {
+		out = append(out, m[1])
+	}
+	require.NotEmpty(t, out, "a %s block in the README section", lang)
+	return out
+}
+
+// TestReadmeServiceExamplesWork runs the README's examples of the service
+// as an operator would, against the built binary: the rules file of
+// "Rules" imported with --rules, its two rule bodies stored through the
+// admin API, the check request of "The check API" answered byte for byte
+// as shown, and the inspect command listing that client's window.
+func TestReadmeServiceExamplesWork(t *testing.T) {
+	t.Parallel()
+	rulesText := readmeSection(t, "### Rules")
+	rulesFile := filepath.Join(t.TempDir(), "rules.yaml")
+	yamlBlocks := readmeBlocks(t, rulesText, "yaml")
+	require.Len(t, yamlBlocks, 1)
+	require.NoError(t, os.WriteFile(rulesFile, []byte(yamlBlocks[0]), 0o600))
+	db := filepath.Join(t.TempDir(), "ratedb.db")
+	s := start(t, db, "--rules", rulesFile)
+
+	// The file's rules, as its comments describe them.
+	for name, want := range map[string]string{
+		"api-bulk":   `{"name":"api-bulk","client_id":"*","route":"api:bulk:*","algorithm":"fixed","limit":1000,"window":"1m0s"}`,
+		"user-daily": `{"name":"user-daily","client_id":"*","route":"user:*","algorithm":"fixed","limit":10000,"window":"24h0m0s"}`,
+		"premium":    `{"name":"premium","client_id":"premium-*","route":"*","algorithm":"fixed","tiers":[{"limit":10,"window":"1m0s"},{"limit":500,"window":"1h0m0s"}]}`,
+	} {
+		code, _, body := s.do("GET", "/v1/rules/"+name, adminKey, "")
+		require.Equal(t, http.StatusOK, code, body)
+		assert.JSONEq(t, `{"meta":{"message":"success","code":200,"status":"ok"},"data":{"rule":`+want+`}}`, body, name)
+	}
+
+	// The rule bodies: each one a valid PUT.
+	jsonBlocks := readmeBlocks(t, rulesText, "json")
+	require.Len(t, jsonBlocks, 1)
+	bodies := strings.Split(strings.TrimSpace(jsonBlocks[0]), "\n")
+	require.Len(t, bodies, 2)
+	for i, body := range bodies {
+		code, _, answer := s.do("PUT", fmt.Sprintf("/v1/rules/readme-%d", i), adminKey, body)
+		assert.Equal(t, http.StatusCreated, code, "README rule %s: %s", body, answer)
+	}
+
+	// The check request and its answer.
+	checkText := readmeSection(t, "### The check API")
+	request := regexp.MustCompile("the body `(\\{[^`]*\\})`").FindStringSubmatch(checkText)
+	require.NotNil(t, request, "the check API's example body")
+	answers := readmeBlocks(t, checkText, "json")
+	want := regexp.MustCompile(`"reset_in_second":\d+`).ReplaceAllLiteralString(
+		regexp.QuoteMeta(strings.TrimSpace(answers[0])), `"reset_in_second":\d+`)
+	code, _, body := s.do("POST", "/v1/check", clientKey, request[1])
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Regexp(t, "^"+want+"$", body, "the answer, byte for byte")
+
+	// The inspect command that lists this client's windows.
+	require.Equal(t, 0, s.stop(syscall.SIGTERM), s.stderr.String())
+	inspect := regexp.MustCompile("`ratedb inspect --prefix '([^']*)' ratedb\\.db`").FindStringSubmatch(checkText)
+	require.NotNil(t, inspect, "the inspect example")
+	out, stderr, code := runTool(t, "inspect", "--prefix", inspect[1], db)
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
+	assert.True(t, strings.HasPrefix(lines[0], inspect[1]+"/api/v1/order\tfixed\tscale=1m0s\tcount=1\t"), out)
+	assert.Contains(t, lines[1], "1 listed", out)
 }
