@@ -68,6 +68,7 @@ fuzz FuzzBuild ./cmd/ratedb/internal/rules 80000x
 fuzz FuzzMatchPattern ./cmd/ratedb/internal/rules 100000x
 fuzz FuzzParse ./cmd/ratedb/internal/envoyconf 10000x
 fuzz FuzzCheck ./cmd/ratedb/internal/grpcapi 30000x
+fuzz FuzzLenientDecode ./cmd/ratedb/internal/grpcapi 20000x
 
 echo "== bench module (smoke)"
 (cd bench && go test -short -timeout 20m ./...)

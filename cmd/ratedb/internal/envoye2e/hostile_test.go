@@ -1,7 +1,6 @@
 package envoye2e_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -26,6 +25,7 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -108,13 +108,63 @@ var (
 	users    = []string{"u1" + grpcSecret, "u2" + grpcSecret}
 	apiPath  = "/api/x" + grpcSecret
 	longUser = "u3" + grpcSecret + strings.Repeat("l", 100_000) // over ratedb.MaxKeyLen: counted by its hash
+	// A value that is not UTF-8 (as Envoy sends a header value holding
+	// obs-text bytes): counted by its bytes like any other.
+	badUser = "u4\xff" + grpcSecret + "\xc3"
 )
+
+// marshalAnyStrings marshals req as proto.Marshal does, except that its
+// domain and its entries' keys and values may hold any bytes (proto.Marshal
+// refuses strings that are not UTF-8, which Envoy sends): they are encoded
+// by hand, after the other fields (the order of fields does not change
+// what a message decodes to).
+func marshalAnyStrings(req *rlsv3.RateLimitRequest) rawMsg {
+	rest := proto.Clone(req).(*rlsv3.RateLimitRequest)
+	rest.Domain, rest.Descriptors = "", nil
+	b, err := proto.Marshal(rest)
+	if err != nil {
+		panic(err)
+	}
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, req.GetDomain())
+	for _, d := range req.GetDescriptors() {
+		rest := proto.Clone(d).(*ratelimitv3.RateLimitDescriptor)
+		rest.Entries = nil
+		db, err := proto.Marshal(rest)
+		if err != nil {
+			panic(err)
+		}
+		for _, e := range d.GetEntries() {
+			var eb []byte
+			eb = protowire.AppendTag(eb, 1, protowire.BytesType)
+			eb = protowire.AppendString(eb, e.GetKey())
+			eb = protowire.AppendTag(eb, 2, protowire.BytesType)
+			eb = protowire.AppendString(eb, e.GetValue())
+			db = protowire.AppendTag(db, 1, protowire.BytesType)
+			db = protowire.AppendBytes(db, eb)
+		}
+		b = protowire.AppendTag(b, 2, protowire.BytesType)
+		b = protowire.AppendBytes(b, db)
+	}
+	return rawMsg(b)
+}
+
+// invoke calls ShouldRateLimit with req, through rawCodec when req holds a
+// string that is not UTF-8.
+func invoke(ctx context.Context, conn *grpc.ClientConn, req *rlsv3.RateLimitRequest, resp *rlsv3.RateLimitResponse) error {
+	if _, err := proto.Marshal(req); err != nil {
+		return conn.Invoke(ctx, shouldRateLimit, marshalAnyStrings(req), resp, grpc.ForceCodecV2(rawCodec{}))
+	}
+	return conn.Invoke(ctx, shouldRateLimit, req, resp)
+}
 
 // valid returns a descriptor that counts, and its key.
 func (g *grpcGen) valid() (*ratelimitv3.RateLimitDescriptor, string) {
-	switch g.rng.IntN(6) {
+	switch g.rng.IntN(7) {
 	case 0:
 		return desc("path", apiPath), countKey("path", apiPath)
+	case 6:
+		return desc("user", badUser), countKey("user", badUser)
 	case 1:
 		return desc("tenant", "acme", "plan", users[0]), countKey("tenant", "acme", "plan", users[0])
 	case 2:
@@ -129,9 +179,13 @@ func (g *grpcGen) valid() (*ratelimitv3.RateLimitDescriptor, string) {
 
 // uncounted returns a descriptor that matches no limit.
 func (g *grpcGen) uncounted() *ratelimitv3.RateLimitDescriptor {
-	switch g.rng.IntN(8) {
+	switch g.rng.IntN(10) {
 	case 0:
 		return desc("", g.fresh("v"))
+	case 8:
+		return desc("user\xff", g.fresh("u")) // a key that is not UTF-8
+	case 9:
+		return desc("path", "/other/\xed\xa0\x80"+g.fresh("p"))
 	case 1:
 		return desc("", "")
 	case 2:
@@ -193,31 +247,15 @@ func (g *grpcGen) invalid() (string, *rlsv3.RateLimitRequest) {
 // garbage returns bytes that are no RateLimitRequest grpc-go can decode.
 func (g *grpcGen) garbage() (string, rawMsg) {
 	rng := g.rng
-	// A request whose placeholder strings are then replaced, byte for
-	// byte, by bytes that are not UTF-8 (proto.Marshal refuses them).
-	const ph = "\x01PLACEHOLDER\x01"
-	notUTF8 := func(field string) rawMsg {
-		r := &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", g.fresh("u"))}}
-		switch field {
-		case "domain":
-			r.Domain = ph
-		case "key":
-			r.Descriptors[0].Entries[0].Key = ph
-		default:
-			r.Descriptors[0].Entries[0].Value = grpcSecret + ph
-		}
-		b, err := proto.Marshal(r)
-		if err != nil {
-			panic(err)
-		}
-		bad := []byte(g.pick("\xff", "\xc3", "\xed\xa0\x80", "\xc0\xaf", "\xf8\x88\x80\x80\x80"))
-		repl := append(bytes.Repeat([]byte("a"), len(ph)-len(bad)), bad...)
-		return rawMsg(bytes.Replace(b, []byte(ph), repl, 1))
-	}
 	switch rng.IntN(5) {
 	case 0:
-		f := g.pick("domain", "key", "value")
-		return "not UTF-8 in " + f, notUTF8(f)
+		// A string that is not UTF-8 (where protobuf-go stops), then a
+		// fault: the rest is decoded all the same, and refused.
+		bad := g.pick("\xff", "\xc3", "\xed\xa0\x80", "\xc0\xaf", "\xf8\x88\x80\x80\x80")
+		r := &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user", g.fresh("u")+bad)}}
+		b := marshalAnyStrings(r)
+		tail := [][]byte{{0x12, 0x05, 0x0a}, {0x28, 0xff}, {0x0c}, {0x0f}, {0x2b}}[rng.IntN(5)]
+		return "not UTF-8, then malformed", append(b, tail...)
 	case 1:
 		b := make([]byte, 1+rng.IntN(200))
 		for i := range b {
@@ -254,9 +292,11 @@ func windows(t *testing.T, p *proc) float64 {
 // malformed or hostile, to the real binary's Envoy rate limit service with
 // a real grpc-go client: an empty domain, no descriptors, too many
 // descriptors or entries, hits_addend past int64, limit overrides of
-// unknown units, entries with empty keys or values, long values, bytes that
-// are not protobuf or strings that are not UTF-8, a message over 1 MiB,
-// oversized metadata, unknown methods. Each gets its documented status;
+// unknown units, entries with empty keys or values, long values, domains,
+// keys and values that are not UTF-8 (decided and counted like any other),
+// bytes that are not protobuf (also after a string that is not UTF-8), a
+// message over 1 MiB, oversized metadata, unknown methods. Each gets its
+// documented status;
 // refused calls count nothing (no window appears for their fresh values, and
 // the exact counts of the valid ones are what the valid calls counted); the
 // process stays up without a panic and logs no descriptor value.
@@ -321,7 +361,7 @@ func TestHostileGRPCRequests(t *testing.T) {
 			for range 1 + rng.IntN(5) {
 				descs = append(descs, g.uncounted())
 			}
-			domain := g.pick("edge", "nope", g.fresh("d"), strings.Repeat("d", 10000))
+			domain := g.pick("edge", "nope", g.fresh("d"), strings.Repeat("d", 10000), "edge\xff")
 			if domain != "edge" && rng.IntN(2) == 0 {
 				// An override in an unknown domain applies nothing.
 				descs[0].Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1, Unit: typev3.RateLimitUnit(rng.IntN(100))}
@@ -348,6 +388,7 @@ func TestHostileGRPCRequests(t *testing.T) {
 			name, req := g.invalid()
 			cases = append(cases, grpcCase{name: name, req: req, want: codes.InvalidArgument})
 		case k < 18: // not a message grpc-go decodes: its own INTERNAL, before the service
+			// (strings that are not UTF-8 are decoded all the same)
 			name, raw := g.garbage()
 			cases = append(cases, grpcCase{name: name, raw: raw, want: codes.Internal})
 		case k < 19: // over 1 MiB
@@ -372,7 +413,7 @@ func TestHostileGRPCRequests(t *testing.T) {
 		if cs.raw != nil {
 			err = conn.Invoke(ctx, shouldRateLimit, cs.raw, &resp, grpc.ForceCodecV2(rawCodec{}))
 		} else {
-			err = conn.Invoke(ctx, shouldRateLimit, cs.req, &resp)
+			err = invoke(ctx, conn, cs.req, &resp)
 		}
 		cancel()
 		st := status.Convert(err)
@@ -393,13 +434,17 @@ func TestHostileGRPCRequests(t *testing.T) {
 	// No call but the valid ones left a window, and they counted exactly
 	// their hits: checked (hits_addend 0) now, each key has the limit less
 	// its hits left.
-	require.Equal(t, 6, len(expected), "every counted key was used")
+	require.Equal(t, 7, len(expected), "every counted key was used")
 	assert.Equal(t, float64(len(expected)), windows(t, p), "windows in memory")
 	for key, n := range expected {
 		entries := strings.Split(key, "\x00")
 		d := desc(entries...)
 		d.HitsAddend = wrapperspb.UInt64(0)
-		resp := call(t, c, "edge", 0, d)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var resp rlsv3.RateLimitResponse
+		err := invoke(ctx, conn, &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*ratelimitv3.RateLimitDescriptor{d}}, &resp)
+		cancel()
+		require.NoError(t, err)
 		assert.EqualValues(t, hostileLimit-n, resp.GetStatuses()[0].GetLimitRemaining(), "%.40q", key)
 	}
 

@@ -10,9 +10,14 @@
 //
 //   - domain and at least one descriptor are required (INVALID_ARGUMENT
 //     otherwise). A descriptor that matches no rule, or whose domain is not
-//     configured, answers OK with no current_limit. A message grpc-go
-//     cannot decode (not protobuf, or a string that is not UTF-8) never
-//     reaches the Server: grpc-go answers INTERNAL itself.
+//     configured, answers OK with no current_limit. The domain, keys and
+//     values are taken byte for byte, UTF-8 or not: Envoy copies header
+//     values, which may hold bytes 0x80-0xFF, into descriptor values as
+//     they are, and the server's codec (NewGRPCServer) decodes the strings
+//     of a RateLimitRequest that protobuf-go would refuse as not UTF-8.
+//     Such a value is matched and counted by its exact bytes like any
+//     other. A message that is not valid protobuf for any other reason
+//     never reaches the Server: grpc-go answers INTERNAL itself.
 //   - The request's hits_addend is the cost of each descriptor; 0 means 1.
 //     A descriptor's own hits_addend overrides it; 0 checks without
 //     counting (OK if one more hit would fit now).

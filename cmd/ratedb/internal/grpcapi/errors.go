@@ -8,3 +8,9 @@ import "errors"
 // gRPC status message says which. Use errors.Is on the error returned by
 // Server.Check.
 var ErrInvalidRequest = errors.New("grpcapi: invalid request")
+
+// ErrMalformedRequest is the cause of an INTERNAL answer (grpc-go's status
+// for a message its codec cannot decode) to a RateLimitRequest that is not
+// valid protobuf, found while decoding one that holds strings that are not
+// UTF-8 (which are themselves accepted as they are).
+var ErrMalformedRequest = errors.New("grpcapi: malformed request message")

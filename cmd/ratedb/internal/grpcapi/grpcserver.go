@@ -87,7 +87,11 @@ const DefaultMaxConcurrentStreams = 1024
 // health server's Shutdown before stopping to report NOT_SERVING and end
 // the Watch streams. tlsConf nil serves plaintext. maxStreams bounds the
 // calls open at once on one connection; 0 means
-// DefaultMaxConcurrentStreams.
+// DefaultMaxConcurrentStreams. Messages are protobuf, decoded by grpc-go's
+// codec, except that a RateLimitRequest whose domain, keys or values are
+// not UTF-8 is decoded with them as they are (grpc-go would answer
+// INTERNAL, and Envoy's default failure_mode_deny: false would let the
+// request through uncounted).
 func NewGRPCServer(s *Server, tlsConf *tls.Config, maxStreams uint32) (*grpc.Server, *Health) {
 	if maxStreams == 0 {
 		maxStreams = DefaultMaxConcurrentStreams
@@ -103,6 +107,9 @@ func NewGRPCServer(s *Server, tlsConf *tls.Config, maxStreams uint32) (*grpc.Ser
 		// stream keeps its headers for as long as its client likes.
 		grpc.MaxHeaderListSize(MaxHeaderListSize),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		// grpc-go's protobuf codec, but a RateLimitRequest whose strings
+		// are not UTF-8 is decoded with them as they are (see codec).
+		grpc.ForceServerCodecV2(newCodec()),
 	}
 	if tlsConf != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConf)))

@@ -1,0 +1,99 @@
+package envoye2e_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// notUTF8YAML limits per client address and per User-Agent, as Envoy's
+// remote_address and request_headers actions describe a request.
+const notUTF8YAML = `domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: year, requests_per_unit: 3}
+  - key: user_agent
+    rate_limit: {unit: year, requests_per_unit: 5}
+`
+
+// TestDescriptorsThatAreNotUTF8 sends, as Envoy does, descriptor values and
+// keys holding bytes that are not UTF-8 (a header value's obs-text bytes,
+// copied as they are), through the real binary with a grpc-go client
+// passing the bytes on. Such a value is counted by its exact bytes like any
+// other: exactly the limit is allowed, the rest is OVER_LIMIT. A key that
+// is not UTF-8 in one descriptor no longer fails the call, which let Envoy
+// (failure_mode_deny: false) pass the request without counting its other
+// descriptors: the per-address limit beside it holds.
+func TestDescriptorsThatAreNotUTF8(t *testing.T) {
+	clearOfBoundary(365*24*time.Hour, time.Minute)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "edge.yaml"), notUTF8YAML)
+	p := startProc(t, filepath.Join(t.TempDir(), "state.db"), "--envoy-config", dir, "--log-level", "debug")
+	conn, err := grpc.NewClient(p.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	send := func(t *testing.T, domain string, descs ...*ratelimitv3.RateLimitDescriptor) *rlsv3.RateLimitResponse {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var resp rlsv3.RateLimitResponse
+		require.NoError(t, invoke(ctx, conn, &rlsv3.RateLimitRequest{Domain: domain, Descriptors: descs}, &resp))
+		require.Len(t, resp.GetStatuses(), len(descs))
+		return &resp
+	}
+
+	t.Run("a value is counted by its bytes", func(t *testing.T) {
+		ua := "curl/8\xff" + grpcSecret // what Envoy sends for a header holding 0xFF
+		for i := range 8 {
+			resp := send(t, "edge", desc("user_agent", ua))
+			if i < 5 {
+				require.Equal(t, ok, resp.GetOverallCode(), "call %d", i)
+				assert.EqualValues(t, 4-i, remaining(resp, 0), "call %d", i)
+			} else {
+				require.Equal(t, over, resp.GetOverallCode(), "call %d", i)
+			}
+		}
+		// Other bytes, and the UTF-8 value that replaces them by U+FFFD,
+		// are other values with counts of their own.
+		for _, other := range []string{"curl/8\xfe" + grpcSecret, "curl/8\uFFFD" + grpcSecret, "curl/8" + grpcSecret} {
+			resp := send(t, "edge", desc("user_agent", other))
+			assert.Equal(t, ok, resp.GetOverallCode(), "%q", other)
+			assert.EqualValues(t, 4, remaining(resp, 0), "%q", other)
+		}
+	})
+
+	t.Run("a key that is not UTF-8 does not open the request", func(t *testing.T) {
+		ip := desc("remote_address", "192.0.2.7")
+		junk := desc("x-junk\xc3"+grpcSecret, "v\xff") // matches no rule
+		for i := range 5 {
+			resp := send(t, "edge", ip, junk)
+			if i < 3 {
+				require.Equal(t, ok, resp.GetOverallCode(), "call %d", i)
+				assert.EqualValues(t, 2-i, remaining(resp, 0), "call %d", i)
+			} else {
+				require.Equal(t, over, resp.GetOverallCode(), "call %d", i)
+			}
+			assert.Nil(t, resp.GetStatuses()[1].GetCurrentLimit(), "call %d", i)
+		}
+	})
+
+	t.Run("a domain that is not UTF-8 is another domain", func(t *testing.T) {
+		resp := send(t, "edge\xff", desc("remote_address", "192.0.2.8"))
+		assert.Equal(t, ok, resp.GetOverallCode())
+		assert.Nil(t, resp.GetStatuses()[0].GetCurrentLimit())
+	})
+
+	p.stop(t)
+	for _, line := range strings.Split(p.logs.String(), "\n") {
+		assert.NotContains(t, line, grpcSecret)
+	}
+}
