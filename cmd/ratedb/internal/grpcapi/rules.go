@@ -2,9 +2,11 @@ package grpcapi
 
 import (
 	"sync"
+	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/ratedb/ratedb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/envoyconf"
@@ -31,12 +33,14 @@ type compiled struct {
 func compile(cfg *envoyconf.Config, quota bool) *compiled {
 	c := &compiled{cfg: cfg, rules: map[*envoyconf.Limit]*rule{}}
 	for _, r := range cfg.Rules() {
-		c.rules[r.Limit] = newRule(r.Limit, quota)
+		c.rules[r.Limit] = newRule(r.Limit, 1, quota)
 	}
 	return c
 }
 
-func newRule(l *envoyconf.Limit, quota bool) *rule {
+// newRule compiles l, whose window is mult of its unit (a limit override's
+// unit_multiplier; 1 for the config's limits).
+func newRule(l *envoyconf.Limit, mult uint32, quota bool) *rule {
 	r := &rule{name: l.Name, replaces: l.Replaces, unlimited: l.Unlimited}
 	if l.Unlimited {
 		return r
@@ -44,7 +48,7 @@ func newRule(l *envoyconf.Limit, quota bool) *rule {
 	r.limit = &core.Limit{
 		Name:      l.Path,
 		Algorithm: ratedb.FixedWindow,
-		Tiers:     []ratedb.Tier{{Scale: l.Unit.Duration(), Limit: int64(l.RequestsPerUnit)}},
+		Tiers:     []ratedb.Tier{{Scale: l.Unit.Duration() * time.Duration(mult), Limit: int64(l.RequestsPerUnit)}},
 		Shadow:    l.ShadowMode,
 		Quota:     l.QuotaMode || quota,
 	}
@@ -52,6 +56,9 @@ func newRule(l *envoyconf.Limit, quota bool) *rule {
 		Name:            l.Name,
 		RequestsPerUnit: l.RequestsPerUnit,
 		Unit:            rlsv3.RateLimitResponse_RateLimit_Unit(l.Unit),
+	}
+	if mult > 1 {
+		r.current.UnitMultiplier = wrapperspb.UInt32(mult)
 	}
 	return r
 }
@@ -67,6 +74,7 @@ const maxOverrides = 4096
 type overrideKey struct {
 	requests uint32
 	unit     envoyconf.Unit
+	mult     uint32
 }
 
 // overrides caches the rules of per-request limit overrides. It is safe for
@@ -76,15 +84,17 @@ type overrides struct {
 	rules map[overrideKey]*rule
 }
 
-func (o *overrides) get(requests uint32, unit envoyconf.Unit, quota bool) *rule {
-	k := overrideKey{requests, unit}
+// get returns the rule of an override of requests per mult units
+// (unit.Duration()*mult must not overflow).
+func (o *overrides) get(requests uint32, unit envoyconf.Unit, mult uint32, quota bool) *rule {
+	k := overrideKey{requests, unit, mult}
 	o.mu.RLock()
 	r := o.rules[k]
 	o.mu.RUnlock()
 	if r != nil {
 		return r
 	}
-	r = newRule(&envoyconf.Limit{Path: overrideRuleName, RequestsPerUnit: requests, Unit: unit}, quota)
+	r = newRule(&envoyconf.Limit{Path: overrideRuleName, RequestsPerUnit: requests, Unit: unit}, mult, quota)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if prev := o.rules[k]; prev != nil {

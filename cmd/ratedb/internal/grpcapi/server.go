@@ -156,7 +156,14 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 			if unit.Duration() == 0 {
 				return nil, fmt.Errorf("%w: descriptor %d: limit override with unknown unit %d", ErrInvalidRequest, i, o.GetUnit())
 			}
-			rules[i] = s.overrides.get(o.GetRequestsPerUnit(), unit, s.opts.QuotaMode)
+			mult := uint32(1)
+			if m := o.GetUnitMultiplier(); m != nil {
+				// Envoy's proto requires at least 1 when it is given.
+				if mult = m.GetValue(); mult == 0 || unit.Duration() > math.MaxInt64/time.Duration(mult) {
+					return nil, fmt.Errorf("%w: descriptor %d: limit override with unit_multiplier %d", ErrInvalidRequest, i, mult)
+				}
+			}
+			rules[i] = s.overrides.get(o.GetRequestsPerUnit(), unit, mult, s.opts.QuotaMode)
 			continue
 		}
 		entries = entries[:0]

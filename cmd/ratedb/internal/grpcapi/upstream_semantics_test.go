@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/ratedb/ratedb"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
@@ -233,5 +234,51 @@ func TestRequestBoundsHoldForEveryDomain(t *testing.T) {
 		assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%s: a message over 1 MiB: %v", domain, err)
 	}
 	assert.Equal(t, st{Code: ok, HasLimit: true, Requests: 9, Unit: min_, Remaining: 8, Reset: 30}, ask(t, c, "b", desc("k", "v")),
+		"the refused requests counted nothing")
+}
+
+// A limit override's unit_multiplier (Envoy's RateLimitOverride field 3,
+// absent from the protos envoyproxy/ratelimit pins, which ignores it)
+// stretches the window to that many units, aligned to the epoch as every
+// window is: 2 per 30 s is 2 per 30 s, not 2 a second. The answer's
+// current_limit carries the multiplier; overrides that differ only in it
+// count apart; 0 (Envoy's proto requires at least 1) and a window past
+// time.Duration's range are refused and count nothing.
+func TestLimitOverrideUnitMultiplier(t *testing.T) {
+	const config = "domain: o\ndescriptors:\n  - {key: k, rate_limit: {unit: minute, requests_per_unit: 9}}\n"
+	at := time.Date(2026, 11, 23, 10, 0, 30, 250e6, time.UTC) // 10:00:30.25, in the window [10:00:30, 10:01:00)
+	clock := newClock(at)
+	c := startConfig(t, config, clock)
+	override := func(requests, mult uint32, unit typev3.RateLimitUnit) *ratelimitv3.RateLimitDescriptor {
+		d := desc("k", "v")
+		d.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: requests, Unit: unit}
+		d.Limit.UnitMultiplier = wrapperspb.UInt32(mult)
+		return d
+	}
+	resp, err := c.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "o",
+		Descriptors: []*ratelimitv3.RateLimitDescriptor{override(2, 30, typev3.RateLimitUnit_SECOND)}})
+	require.NoError(t, err)
+	assert.Equal(t, uint32(30), resp.GetStatuses()[0].GetCurrentLimit().GetUnitMultiplier().GetValue())
+	assert.Equal(t, st{Code: ok, HasLimit: true, Requests: 2, Unit: rlsv3.RateLimitResponse_RateLimit_SECOND, Remaining: 1, Reset: 30},
+		statuses(resp)[0])
+	clock.add(10 * time.Second) // 10:00:40.25: still the same 30 s window
+	assert.Equal(t, st{Code: ok, HasLimit: true, Requests: 2, Unit: rlsv3.RateLimitResponse_RateLimit_SECOND, Remaining: 0, Reset: 20},
+		ask(t, c, "o", override(2, 30, typev3.RateLimitUnit_SECOND)))
+	assert.Equal(t, rlsv3.RateLimitResponse_OVER_LIMIT, ask(t, c, "o", override(2, 30, typev3.RateLimitUnit_SECOND)).Code)
+	assert.Equal(t, st{Code: ok, HasLimit: true, Requests: 2, Unit: rlsv3.RateLimitResponse_RateLimit_SECOND, Remaining: 1, Reset: 20},
+		ask(t, c, "o", override(2, 60, typev3.RateLimitUnit_SECOND)), "60 s is a window of its own")
+	assert.Equal(t, st{Code: ok, HasLimit: true, Requests: 2, Unit: rlsv3.RateLimitResponse_RateLimit_SECOND, Remaining: 1, Reset: 1},
+		ask(t, c, "o", override(2, 1, typev3.RateLimitUnit_SECOND)), "a multiplier of 1 is the unit")
+	clock.add(20 * time.Second) // 10:01:00.25: the next 30 s window
+	assert.Equal(t, st{Code: ok, HasLimit: true, Requests: 2, Unit: rlsv3.RateLimitResponse_RateLimit_SECOND, Remaining: 1, Reset: 30},
+		ask(t, c, "o", override(2, 30, typev3.RateLimitUnit_SECOND)))
+
+	zero := override(2, 1, typev3.RateLimitUnit_SECOND)
+	zero.Limit.UnitMultiplier = wrapperspb.UInt32(0) // given, as 0
+	for _, bad := range []*ratelimitv3.RateLimitDescriptor{zero, override(2, 1<<32-1, typev3.RateLimitUnit_YEAR)} {
+		_, err := c.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "o", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("k", "v"), bad}})
+		assert.Equal(t, codes.InvalidArgument, status.Code(err), "unit_multiplier %d: %v", bad.Limit.GetUnitMultiplier().GetValue(), err)
+	}
+	assert.Equal(t, st{Code: ok, HasLimit: true, Requests: 9, Unit: min_, Remaining: 8, Reset: 60}, ask(t, c, "o", desc("k", "v")),
 		"the refused requests counted nothing")
 }
