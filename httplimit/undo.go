@@ -33,8 +33,7 @@ func (w *window) Undo(ctx context.Context, key string, res ratedb.Result, cost i
 // so. The undo runs even if the client has gone: the work is done, and the
 // quota is the server's.
 func (m *Middleware) serveUndoable(next http.Handler, w http.ResponseWriter, r *http.Request, key string, cost int64, res ratedb.Result) {
-	sw := &statusWriter{ResponseWriter: w}
-	rw := sw.withInterfacesOf(w)
+	sw, rw := newStatusWriter(w)
 	next.ServeHTTP(rw, r)
 	status := sw.status
 	if status == 0 {
@@ -157,80 +156,83 @@ func (c closeNotifier) CloseNotify() <-chan bool {
 }
 
 // The statusWriter with each combination of Flusher (F), Hijacker (H),
-// Pusher (P) and CloseNotifier (C).
+// Pusher (P) and CloseNotifier (C). Each holds its statusWriter, which its
+// fields point to, so that wrapping a writer costs one allocation whatever
+// interfaces it has (a wrapper holding a *statusWriter would cost a second
+// one when it became an http.ResponseWriter).
 type (
 	swF struct {
-		*statusWriter
+		statusWriter
 		flusher
 	}
 	swH struct {
-		*statusWriter
+		statusWriter
 		hijacker
 	}
 	swFH struct {
-		*statusWriter
+		statusWriter
 		flusher
 		hijacker
 	}
 	swP struct {
-		*statusWriter
+		statusWriter
 		pusher
 	}
 	swFP struct {
-		*statusWriter
+		statusWriter
 		flusher
 		pusher
 	}
 	swHP struct {
-		*statusWriter
+		statusWriter
 		hijacker
 		pusher
 	}
 	swFHP struct {
-		*statusWriter
+		statusWriter
 		flusher
 		hijacker
 		pusher
 	}
 	swC struct {
-		*statusWriter
+		statusWriter
 		closeNotifier
 	}
 	swFC struct {
-		*statusWriter
+		statusWriter
 		flusher
 		closeNotifier
 	}
 	swHC struct {
-		*statusWriter
+		statusWriter
 		hijacker
 		closeNotifier
 	}
 	swFHC struct {
-		*statusWriter
+		statusWriter
 		flusher
 		hijacker
 		closeNotifier
 	}
 	swPC struct {
-		*statusWriter
+		statusWriter
 		pusher
 		closeNotifier
 	}
 	swFPC struct {
-		*statusWriter
+		statusWriter
 		flusher
 		pusher
 		closeNotifier
 	}
 	swHPC struct {
-		*statusWriter
+		statusWriter
 		hijacker
 		pusher
 		closeNotifier
 	}
 	swFHPC struct {
-		*statusWriter
+		statusWriter
 		flusher
 		hijacker
 		pusher
@@ -238,13 +240,14 @@ type (
 	}
 )
 
-// withInterfacesOf returns w wrapped in the type that has exactly the
-// optional interfaces of u, the underlying writer: http.Flusher and
-// http.Hijacker when http.ResponseController can flush or hijack u
-// (itself or through its Unwrap; the wrapper must then do it, to record
-// the status it sends), http.Pusher and http.CloseNotifier when u has
-// them. Every wrapper has ReadFrom, which works on any writer, and Unwrap.
-func (w *statusWriter) withInterfacesOf(u http.ResponseWriter) http.ResponseWriter {
+// newStatusWriter returns a statusWriter over u, and itself wrapped in the
+// type that has exactly the optional interfaces of u: http.Flusher and
+// http.Hijacker when http.ResponseController can flush or hijack u (itself
+// or through its Unwrap; the wrapper must then do it, to record the status
+// it sends), http.Pusher and http.CloseNotifier when u has them. Every
+// wrapper has ReadFrom, which works on any writer, and Unwrap. Both are
+// one allocation.
+func newStatusWriter(u http.ResponseWriter) (*statusWriter, http.ResponseWriter) {
 	const (
 		f = 1 << iota
 		h
@@ -264,40 +267,70 @@ func (w *statusWriter) withInterfacesOf(u http.ResponseWriter) http.ResponseWrit
 	if _, ok := u.(http.CloseNotifier); ok {
 		has |= c
 	}
-	fl, hj, pu, cn := flusher{w}, hijacker{w}, pusher{w}, closeNotifier{w}
 	switch has {
 	case f:
-		return swF{w, fl}
+		x := &swF{statusWriter: statusWriter{ResponseWriter: u}}
+		x.flusher.sw = &x.statusWriter
+		return &x.statusWriter, x
 	case h:
-		return swH{w, hj}
+		x := &swH{statusWriter: statusWriter{ResponseWriter: u}}
+		x.hijacker.sw = &x.statusWriter
+		return &x.statusWriter, x
 	case f | h:
-		return swFH{w, fl, hj}
+		x := &swFH{statusWriter: statusWriter{ResponseWriter: u}}
+		x.flusher.sw, x.hijacker.sw = &x.statusWriter, &x.statusWriter
+		return &x.statusWriter, x
 	case p:
-		return swP{w, pu}
+		x := &swP{statusWriter: statusWriter{ResponseWriter: u}}
+		x.pusher.sw = &x.statusWriter
+		return &x.statusWriter, x
 	case f | p:
-		return swFP{w, fl, pu}
+		x := &swFP{statusWriter: statusWriter{ResponseWriter: u}}
+		x.flusher.sw, x.pusher.sw = &x.statusWriter, &x.statusWriter
+		return &x.statusWriter, x
 	case h | p:
-		return swHP{w, hj, pu}
+		x := &swHP{statusWriter: statusWriter{ResponseWriter: u}}
+		x.hijacker.sw, x.pusher.sw = &x.statusWriter, &x.statusWriter
+		return &x.statusWriter, x
 	case f | h | p:
-		return swFHP{w, fl, hj, pu}
+		x := &swFHP{statusWriter: statusWriter{ResponseWriter: u}}
+		x.flusher.sw, x.hijacker.sw, x.pusher.sw = &x.statusWriter, &x.statusWriter, &x.statusWriter
+		return &x.statusWriter, x
 	case c:
-		return swC{w, cn}
+		x := &swC{statusWriter: statusWriter{ResponseWriter: u}}
+		x.closeNotifier.sw = &x.statusWriter
+		return &x.statusWriter, x
 	case f | c:
-		return swFC{w, fl, cn}
+		x := &swFC{statusWriter: statusWriter{ResponseWriter: u}}
+		x.flusher.sw, x.closeNotifier.sw = &x.statusWriter, &x.statusWriter
+		return &x.statusWriter, x
 	case h | c:
-		return swHC{w, hj, cn}
+		x := &swHC{statusWriter: statusWriter{ResponseWriter: u}}
+		x.hijacker.sw, x.closeNotifier.sw = &x.statusWriter, &x.statusWriter
+		return &x.statusWriter, x
 	case f | h | c:
-		return swFHC{w, fl, hj, cn}
+		x := &swFHC{statusWriter: statusWriter{ResponseWriter: u}}
+		x.flusher.sw, x.hijacker.sw, x.closeNotifier.sw = &x.statusWriter, &x.statusWriter, &x.statusWriter
+		return &x.statusWriter, x
 	case p | c:
-		return swPC{w, pu, cn}
+		x := &swPC{statusWriter: statusWriter{ResponseWriter: u}}
+		x.pusher.sw, x.closeNotifier.sw = &x.statusWriter, &x.statusWriter
+		return &x.statusWriter, x
 	case f | p | c:
-		return swFPC{w, fl, pu, cn}
+		x := &swFPC{statusWriter: statusWriter{ResponseWriter: u}}
+		x.flusher.sw, x.pusher.sw, x.closeNotifier.sw = &x.statusWriter, &x.statusWriter, &x.statusWriter
+		return &x.statusWriter, x
 	case h | p | c:
-		return swHPC{w, hj, pu, cn}
+		x := &swHPC{statusWriter: statusWriter{ResponseWriter: u}}
+		x.hijacker.sw, x.pusher.sw, x.closeNotifier.sw = &x.statusWriter, &x.statusWriter, &x.statusWriter
+		return &x.statusWriter, x
 	case f | h | p | c:
-		return swFHPC{w, fl, hj, pu, cn}
+		x := &swFHPC{statusWriter: statusWriter{ResponseWriter: u}}
+		x.flusher.sw, x.hijacker.sw, x.pusher.sw, x.closeNotifier.sw = &x.statusWriter, &x.statusWriter, &x.statusWriter, &x.statusWriter
+		return &x.statusWriter, x
 	}
-	return w
+	sw := &statusWriter{ResponseWriter: u}
+	return sw, sw
 }
 
 // maxUnwrap bounds the chain of Unwrap methods canFlush and canHijack
