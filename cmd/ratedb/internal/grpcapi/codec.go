@@ -160,8 +160,12 @@ func decodeLenient(b []byte, m protoreflect.Message, depth int) error {
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
 				return fmt.Errorf("%w: bad field", ErrMalformedRequest)
 			}
-			u := m.GetUnknown()
-			u = protowire.AppendTag(u[:len(u):len(u)], num, typ)
+			// Appended in place: every unknown field of the request was
+			// set here since unmarshalLenient reset it, so the capacity
+			// past them is this decoder's own. (Copied each time, as a
+			// three-index slice did, a 1 MiB request of 2-byte unknown
+			// fields took over a minute of CPU.)
+			u := protowire.AppendTag(m.GetUnknown(), num, typ)
 			m.SetUnknown(append(u, b[:n]...))
 		}
 		b = b[n:]
