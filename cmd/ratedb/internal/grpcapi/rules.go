@@ -71,40 +71,60 @@ const overrideRuleName = "envoy-override"
 // is compiled per request (correct, only slower).
 const maxOverrides = 4096
 
+// maxOverrideWindows bounds the window lengths (unit × unit_multiplier,
+// a multiplier above 1) that limit overrides may use: the store keeps every
+// window length it is asked for until it closes (about 170 bytes each in
+// the embedded DB), so a client giving each descriptor a new
+// unit_multiplier would grow the process without end. An override that
+// needs a length past these is refused (overrides.get).
+const maxOverrideWindows = 1024
+
 type overrideKey struct {
 	requests uint32
 	unit     envoyconf.Unit
 	mult     uint32
 }
 
-// overrides caches the rules of per-request limit overrides. It is safe for
-// concurrent use.
+// overrides caches the rules of per-request limit overrides and holds the
+// window lengths they use. It is safe for concurrent use.
 type overrides struct {
-	mu    sync.RWMutex
-	rules map[overrideKey]*rule
+	mu      sync.RWMutex
+	rules   map[overrideKey]*rule
+	windows map[time.Duration]bool // of multipliers above 1
 }
 
 // get returns the rule of an override of requests per mult units
-// (unit.Duration()*mult must not overflow).
-func (o *overrides) get(requests uint32, unit envoyconf.Unit, mult uint32, quota bool) *rule {
+// (unit.Duration()*mult must not overflow), or false if its window is
+// longer than its unit and maxOverrideWindows other such lengths are in
+// use.
+func (o *overrides) get(requests uint32, unit envoyconf.Unit, mult uint32, quota bool) (*rule, bool) {
 	k := overrideKey{requests, unit, mult}
 	o.mu.RLock()
 	r := o.rules[k]
 	o.mu.RUnlock()
 	if r != nil {
-		return r
+		return r, true
 	}
-	r = newRule(&envoyconf.Limit{Path: overrideRuleName, RequestsPerUnit: requests, Unit: unit}, mult, quota)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if prev := o.rules[k]; prev != nil {
-		return prev
+		return prev, true
 	}
+	if scale := unit.Duration() * time.Duration(mult); mult > 1 && !o.windows[scale] {
+		if len(o.windows) >= maxOverrideWindows {
+			return nil, false
+		}
+		if o.windows == nil {
+			o.windows = map[time.Duration]bool{}
+		}
+		o.windows[scale] = true
+	}
+	r = newRule(&envoyconf.Limit{Path: overrideRuleName, RequestsPerUnit: requests, Unit: unit}, mult, quota)
 	if o.rules == nil {
 		o.rules = map[overrideKey]*rule{}
 	}
 	if len(o.rules) < maxOverrides {
 		o.rules[k] = r
 	}
-	return r
+	return r, true
 }

@@ -163,7 +163,11 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 					return nil, fmt.Errorf("%w: descriptor %d: limit override with unit_multiplier %d", ErrInvalidRequest, i, mult)
 				}
 			}
-			rules[i] = s.overrides.get(o.GetRequestsPerUnit(), unit, mult, s.opts.QuotaMode)
+			r, ok := s.overrides.get(o.GetRequestsPerUnit(), unit, mult, s.opts.QuotaMode)
+			if !ok {
+				return nil, fmt.Errorf("%w: descriptor %d: limit override with unit_multiplier %d: its window length would be one more than the %d that overrides may use", ErrInvalidRequest, i, mult, maxOverrideWindows)
+			}
+			rules[i] = r
 			continue
 		}
 		entries = entries[:0]

@@ -282,3 +282,43 @@ func TestLimitOverrideUnitMultiplier(t *testing.T) {
 	assert.Equal(t, st{Code: ok, HasLimit: true, Requests: 9, Unit: min_, Remaining: 8, Reset: 60}, ask(t, c, "o", desc("k", "v")),
 		"the refused requests counted nothing")
 }
+
+// Overrides may use at most 1,024 window lengths besides the units (the
+// store keeps every length it is asked for until it closes, so a client
+// giving each descriptor a new unit_multiplier grew the process without
+// end): one that needs another answers INVALID_ARGUMENT and counts nothing,
+// while the lengths in use, and the units, keep working.
+func TestLimitOverrideWindowLengthsAreBounded(t *testing.T) {
+	const config = "domain: o\ndescriptors:\n  - {key: k, rate_limit: {unit: minute, requests_per_unit: 9}}\n  - {key: n, rate_limit: {unit: minute, requests_per_unit: 9}}\n"
+	c := startConfig(t, config, newClock(time.Date(2026, 11, 23, 10, 0, 30, 0, time.UTC)))
+	override := func(mult uint32, unit typev3.RateLimitUnit) *ratelimitv3.RateLimitDescriptor {
+		d := desc("k", "v")
+		d.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1 << 20, Unit: unit, UnitMultiplier: wrapperspb.UInt32(mult)}
+		return d
+	}
+	call := func(ds ...*ratelimitv3.RateLimitDescriptor) error {
+		_, err := c.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "o", Descriptors: ds})
+		return err
+	}
+	const bound = 1024
+	for first := uint32(2); first < 2+bound; first += 64 { // 2 s to 1025 s
+		var ds []*ratelimitv3.RateLimitDescriptor
+		for m := first; m < first+64 && m < 2+bound; m++ {
+			ds = append(ds, override(m, typev3.RateLimitUnit_SECOND))
+		}
+		require.NoError(t, call(ds...), "multipliers from %d", first)
+	}
+	err := call(desc("n", "v"), override(2+bound, typev3.RateLimitUnit_SECOND))
+	assert.Equal(t, codes.InvalidArgument, status.Code(err), "a length past the bound: %v", err)
+	err = call(desc("n", "v"), override(3, typev3.RateLimitUnit_HOUR))
+	assert.Equal(t, codes.InvalidArgument, status.Code(err), "3 hours, another length: %v", err)
+	assert.Equal(t, st{Code: ok, HasLimit: true, Requests: 9, Unit: min_, Remaining: 8, Reset: 30}, ask(t, c, "o", desc("n", "v")),
+		"the refused requests counted nothing")
+	for _, d := range []*ratelimitv3.RateLimitDescriptor{
+		override(30, typev3.RateLimitUnit_SECOND), // in use
+		override(2, typev3.RateLimitUnit_MINUTE),  // 120 s, in use
+		override(1, typev3.RateLimitUnit_DAY),     // a unit
+	} {
+		assert.NoError(t, call(d), "%d x %v", d.Limit.GetUnitMultiplier().GetValue(), d.Limit.GetUnit())
+	}
+}
