@@ -3,6 +3,7 @@ package httplimit
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -99,10 +100,15 @@ type writeOnly struct{ io.Writer }
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // flushError sends buffered data as http.ResponseController.Flush does on
-// the underlying writer, and records 200 if that worked.
+// the underlying writer, and records 200 unless the writer cannot flush
+// (http.ErrNotSupported: nothing was sent). A flush that failed otherwise
+// records 200 too: net/http's writers take the header as written before
+// they send it (a later WriteHeader is superfluous), and under HTTP/2 a
+// flush whose header reached the client reports the stream's error if the
+// client has closed it since.
 func (w *statusWriter) flushError() error {
 	err := http.NewResponseController(w.ResponseWriter).Flush()
-	if err == nil && w.status == 0 {
+	if w.status == 0 && !errors.Is(err, http.ErrNotSupported) {
 		w.status = http.StatusOK
 	}
 	return err
@@ -132,7 +138,7 @@ type (
 	closeNotifier struct{ sw *statusWriter }
 )
 
-// Flush sends buffered data (and records 200 if it was sent).
+// Flush sends buffered data and records 200 (see flushError).
 func (f flusher) Flush() { _ = f.sw.flushError() }
 
 // FlushError is Flush with the underlying writer's error, which

@@ -377,3 +377,32 @@ func TestUndoWriterOverRealServers(t *testing.T) {
 		})
 	}
 }
+
+// failingFlushWriter is a writer whose flush sends the header, as
+// net/http's do, and then reports an error: under HTTP/2, the stream's
+// error when the client closed it after the header reached it.
+type failingFlushWriter struct{ plainWriter }
+
+func (w *failingFlushWriter) FlushError() error {
+	w.WriteHeader(http.StatusOK)
+	return errors.New("client disconnected")
+}
+
+// A flush that sent the header and then failed is recorded as 200, what
+// the client got: the handler's later WriteHeader is superfluous, and Undo
+// must not see it (under HTTP/2 this raced: TestUndoWriterOverRealServers
+// saw 401 when the client's reset came before the flush returned). A flush
+// the writer cannot do records nothing (TestUndoFlushErrorsAndHijacks).
+func TestFailedFlushRecordsWhatWasSent(t *testing.T) {
+	statuses := make(chan int, 1)
+	h := undoMiddleware(t, statuses).Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		assert.Error(t, http.NewResponseController(w).Flush())
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	w := &failingFlushWriter{plainWriter{h: http.Header{}}}
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "192.0.2.1:1"
+	h.ServeHTTP(w, r)
+	require.Equal(t, http.StatusOK, w.status, "the client got 200")
+	assert.Equal(t, http.StatusOK, <-statuses)
+}
