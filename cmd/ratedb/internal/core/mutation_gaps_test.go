@@ -153,3 +153,21 @@ func TestGapBoundarySpikeEdges(t *testing.T) {
 		assert.Equal(t, 1, obs.spikes)
 	})
 }
+
+// A refund on a counter whose count is over this limit's (another limit
+// with the same algorithm and window shares the key's counter, or the limit
+// was lowered, which keeps the counts) reports Remaining 0, never negative:
+// Remaining is max(0, Limit-Count).
+func TestGapRefundRemainingNeverNegative(t *testing.T) {
+	c, _, _ := newCore(t, core.Options{})
+	wide, narrow := window("wide", 10, time.Minute), window("narrow", 2, time.Minute)
+	ctx := context.Background()
+	_, err := c.Decide(ctx, core.Check{Limit: wide, Key: "k", Cost: 10})
+	require.NoError(t, err)
+	d, err := c.Decide(ctx, core.Check{Limit: narrow, Key: "k", Cost: 1, Refund: true})
+	require.NoError(t, err)
+	r := d.Results[0]
+	assert.EqualValues(t, 9, r.Count)
+	assert.EqualValues(t, 2, r.Limit)
+	assert.EqualValues(t, 0, r.Remaining)
+}
