@@ -171,3 +171,21 @@ func TestGapRefundRemainingNeverNegative(t *testing.T) {
 	assert.EqualValues(t, 2, r.Limit)
 	assert.EqualValues(t, 0, r.Remaining)
 }
+
+// A shadow peek after a hit of the same set on the same counter, under a
+// smaller limit than the hit's, reports the state after the hit with
+// Remaining 0, never negative.
+func TestGapPeekAfterHitRemainingNeverNegative(t *testing.T) {
+	c, _, _ := newCore(t, core.Options{})
+	wide, narrow := window("wide", 10, time.Minute), window("narrow", 2, time.Minute)
+	narrow.Shadow = true // over its limit, it does not deny the set
+	d, err := c.Decide(context.Background(),
+		core.Check{Limit: wide, Key: "k", Cost: 5}, core.Check{Limit: narrow, Key: "k", Cost: 0})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.True(t, d.Results[0].Counted)
+	r := d.Results[1]
+	assert.False(t, r.Allowed, "5 counted, the peek's limit is 2")
+	assert.EqualValues(t, 5, r.Count)
+	assert.EqualValues(t, 0, r.Remaining)
+}
