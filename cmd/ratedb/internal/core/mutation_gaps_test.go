@@ -189,3 +189,23 @@ func TestGapPeekAfterHitRemainingNeverNegative(t *testing.T) {
 	assert.EqualValues(t, 5, r.Count)
 	assert.EqualValues(t, 0, r.Remaining)
 }
+
+// A refund in a set that another check denied is reported allowed, with the
+// state before it and no RetryAfter (RetryAfter is 0 when allowed), even
+// when its key is full.
+func TestGapDeniedSetRefundHasNoRetryAfter(t *testing.T) {
+	c, _, _ := newCore(t, core.Options{})
+	l := window("r", 1, time.Minute)
+	ctx := context.Background()
+	_, err := c.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 1})
+	require.NoError(t, err)
+	d, err := c.Decide(ctx,
+		core.Check{Limit: l, Key: "k", Cost: 1, Refund: true}, core.Check{Limit: l, Key: "k", Cost: 1})
+	require.NoError(t, err)
+	require.False(t, d.Allowed, "the hit does not fit: refunds are applied after the hits")
+	r := d.Results[0]
+	assert.True(t, r.Allowed)
+	assert.False(t, r.Counted)
+	assert.EqualValues(t, 1, r.Count, "not applied")
+	assert.Zero(t, r.RetryAfter)
+}
