@@ -81,9 +81,9 @@ type checkAnswer struct {
 	} `json:"data"`
 }
 
-// checkOnce answers one check under the default rule spec, deciding
-// through store.
-func checkOnce(t *testing.T, spec rules.Spec, store *fakeStore, copts core.Options) (*httptest.ResponseRecorder, checkAnswer) {
+// gapHandler serves the API under the default rule spec, deciding through
+// store; its API key is "k".
+func gapHandler(t *testing.T, spec rules.Spec, store *fakeStore, copts core.Options) http.Handler {
 	t.Helper()
 	spec.ClientID, spec.Route = "*", "*"
 	def, err := rules.Build(rules.DefaultName, spec, true)
@@ -92,8 +92,15 @@ func checkOnce(t *testing.T, spec rules.Spec, store *fakeStore, copts core.Optio
 	require.NoError(t, err)
 	k, err := keys.Load(keys.Source{Env: "k"}, keys.Source{})
 	require.NoError(t, err)
-	h := httpapi.New(httpapi.Options{Core: core.New(store, copts), Rules: rm, Keys: k,
+	return httpapi.New(httpapi.Options{Core: core.New(store, copts), Rules: rm, Keys: k,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+// checkOnce answers one check under the default rule spec, deciding
+// through store.
+func checkOnce(t *testing.T, spec rules.Spec, store *fakeStore, copts core.Options) (*httptest.ResponseRecorder, checkAnswer) {
+	t.Helper()
+	h := gapHandler(t, spec, store, copts)
 	req := httptest.NewRequest(http.MethodPost, "/v1/check", strings.NewReader(`{"client_id":"u","route":"/r"}`))
 	req.Header.Set("X-API-Key", "k")
 	w := httptest.NewRecorder()
@@ -138,4 +145,27 @@ func TestGapTierRemainNeverNegative(t *testing.T) {
 	require.Len(t, a.Data.Tiers, 2)
 	assert.EqualValues(t, 0, a.Data.Tiers[0].Remain)
 	assert.EqualValues(t, 5, a.Data.Tiers[1].Remain)
+}
+
+// A check body of exactly MaxCheckBody bytes, its Content-Length given, is
+// read and decided (413 is for bodies over it); one byte more is refused
+// with 413.
+func TestGapCheckBodyAtMaxSizeIsRead(t *testing.T) {
+	limit := int64(5)
+	store := &fakeStore{res: ratedb.Result{Allowed: true, Count: 1, Limit: 5, Remaining: 4,
+		ResetAt: time.Now().Add(time.Minute), Scale: time.Minute}}
+	h := gapHandler(t, rules.Spec{Limit: &limit, Window: "1m"}, store, core.Options{})
+	check := `{"client_id":"u","route":"/r"}`
+	for _, c := range []struct {
+		size int
+		want int
+	}{{httpapi.MaxCheckBody, http.StatusOK}, {httpapi.MaxCheckBody + 1, http.StatusRequestEntityTooLarge}} {
+		body := check + strings.Repeat(" ", c.size-len(check)) // trailing JSON whitespace
+		req := httptest.NewRequest(http.MethodPost, "/v1/check", strings.NewReader(body))
+		require.EqualValues(t, c.size, req.ContentLength)
+		req.Header.Set("X-API-Key", "k")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		assert.Equal(t, c.want, w.Code, "body of %d bytes: %s", c.size, w.Body.String())
+	}
 }
