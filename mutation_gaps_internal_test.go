@@ -145,3 +145,41 @@ func TestLayeredLegacyRecordsMigrateThreeTiers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int64{ms + d, ms + m, ms + h}, []int64{ends[0].UnixMilli(), ends[1].UnixMilli(), ends[2].UnixMilli()})
 }
+
+// A janitor pass that meets an entry a snapshot has copied but not yet
+// committed (inflight) must leave it in memory, even if its window has
+// ended: the copy cleared the entry's lowered bit, and if the snapshot then
+// fails, only an entry still in memory gets the bit back and is written
+// again. Removed meanwhile, it leaves the file's record, which ends later
+// (the end the clock model lowered), to bring the ended window and its
+// count back.
+func TestJanitorKeepsInflightEntryWhoseSnapshotFails(t *testing.T) {
+	defer func() { testBatchHook, testBeforeUncache = nil, nil }()
+	db, w, clk, t0 := loweredEntry(t)
+	memDone := make(chan struct{})
+	cleaned := make(chan error, 1)
+	testBatchHook = func() error {
+		testBatchHook = nil
+		// "k" is inflight now. A janitor pass after the capped window has
+		// ended runs its memory part, then waits for this snapshot (its
+		// file part takes snapMu).
+		clk.Set(t0.Add(2 * time.Minute))
+		testBeforeUncache = func() {
+			testBeforeUncache = nil
+			close(memDone)
+		}
+		go func() {
+			_, err := db.Clean()
+			cleaned <- err
+		}()
+		<-memDone
+		return errors.New("disk full")
+	}
+	if err := db.Snapshot(); err == nil {
+		t.Fatal("snapshot did not fail")
+	}
+	require.NoError(t, <-cleaned)
+	n, err := w.Get(context.Background(), "k")
+	require.NoError(t, err)
+	assert.Zero(t, n, "Get after the window ended: the file's stale record came back")
+}
