@@ -183,3 +183,32 @@ func TestJanitorKeepsInflightEntryWhoseSnapshotFails(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "Get after the window ended: the file's stale record came back")
 }
+
+// Undo takes only from the window the hit counted in, even when that window
+// ends, and the key's next window opens, between Undo's look at the key and
+// its update: the next window (which ends later) keeps its count.
+func TestUndoDoesNotTakeFromTheNextWindow(t *testing.T) {
+	t0 := time.UnixMilli(1_767_225_600_000)
+	clk := &settableClock{t: t0}
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := context.Background()
+	w, err := db.Window(FixedWindow, time.Minute)
+	require.NoError(t, err)
+	r, err := w.Hit(ctx, "k", 10, 1)
+	require.NoError(t, err)
+	require.True(t, r.Allowed)
+	var next Result
+	setHook(t, func() { // runs as Undo acquires the key, after its look
+		testBeforeAcquire = nil
+		clk.Set(r.ResetAt) // the hit's window has ended
+		next, err = w.Hit(ctx, "k", 10, 1)
+	})
+	require.NoError(t, w.Undo(ctx, "k", r, 1))
+	require.NoError(t, err)
+	require.True(t, next.ResetAt.After(r.ResetAt), "the hook's hit did not open the next window")
+	n, err := w.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "the next window's count after an undo of a hit of the window before")
+}
