@@ -61,6 +61,11 @@ func TestPolicy(t *testing.T) {
 			{Limit: 1, Scale: time.Minute}, {Limit: 10, Scale: time.Hour}, {Limit: 20, Scale: 24 * time.Hour},
 		}}, "1;w=60, 10;w=3600, 20;w=86400"},
 		{"layered tier without scale", ratedb.Result{Tiers: []ratedb.TierResult{{Limit: 1}}}, ""},
+		// Listing the other tiers alone would announce fewer limits than
+		// the ones enforced.
+		{"layered, one tier of several without scale", ratedb.Result{Tiers: []ratedb.TierResult{
+			{Limit: 1, Scale: time.Minute}, {Limit: 10}, {Limit: 20, Scale: 24 * time.Hour},
+		}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, policy(&tc.res)) })
 	}
