@@ -266,6 +266,13 @@ func TestProxiesMappedPrefixAndNil(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, netip.MustParseAddr("198.51.100.7"), got, "an IPv4-mapped prefix matches IPv4 peers")
 
+	// ::ffff:0:0/96, the whole IPv4-mapped range, is 0.0.0.0/0: every IPv4
+	// peer.
+	all := httplimit.Proxies{Trusted: []netip.Prefix{netip.MustParsePrefix("::ffff:0.0.0.0/96")}}
+	got, err = all.ClientIP(request("192.0.2.1:1", "X-Forwarded-For", "198.51.100.7"))
+	require.NoError(t, err)
+	assert.Equal(t, netip.MustParseAddr("198.51.100.7"), got, "the /96 of IPv4-mapped addresses matches every IPv4 peer")
+
 	var none *httplimit.Proxies
 	got, err = none.ClientIP(request("10.1.2.3:1", "X-Forwarded-For", "198.51.100.7"))
 	require.NoError(t, err)
