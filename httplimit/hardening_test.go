@@ -128,6 +128,33 @@ func TestForwardedEmptyElementsAreNoHops(t *testing.T) {
 	assert.Equal(t, netip.MustParseAddr("203.0.113.7"), a)
 }
 
+// The walk reads 32 hops, as Proxies.Headers says: a client behind 31
+// trusted proxies is found; behind 32 the walk stops at the last of them,
+// whatever lies further left.
+func TestWalkReadsAtMost32Hops(t *testing.T) {
+	for _, header := range []string{httplimit.HeaderXForwardedFor, httplimit.HeaderForwarded} {
+		p := httplimit.Proxies{Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Headers: []string{header}}
+		for proxies, want := range map[int]string{31: "203.0.113.7", 32: "10.0.1.32"} {
+			// Left to right: the client, then the proxies, 10.0.1.1 nearest.
+			hops := []string{"203.0.113.7"}
+			for i := proxies; i >= 1; i-- {
+				hops = append(hops, fmt.Sprintf("10.0.1.%d", i))
+			}
+			if header == httplimit.HeaderForwarded {
+				for i := range hops {
+					hops[i] = "for=" + hops[i]
+				}
+			}
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = "10.0.0.254:1"
+			r.Header.Set(header, strings.Join(hops, ", "))
+			a, err := p.ClientIP(r)
+			require.NoError(t, err)
+			assert.Equal(t, netip.MustParseAddr(want), a, "%s behind %d trusted proxies", header, proxies)
+		}
+	}
+}
+
 // fieldRater is a Rater whose Hit reads its fields, as redisstore's
 // *Layered does.
 type fieldRater struct{ limit int64 }
