@@ -203,7 +203,8 @@ func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
 
 // parseHop parses one hop of a forwarding header: an IP address, with or
 // without a port (a number, or RFC 7239's obfuscated "_..." port), IPv6
-// with or without brackets.
+// with or without brackets, but with a port only in brackets (unbracketed,
+// "2001:db8::17:80" is an address of its own, and "2001:db8::17:_x" none).
 func parseHop(s string) (netip.Addr, bool) {
 	s = strings.TrimSpace(s)
 	if a, err := netip.ParseAddr(s); err == nil {

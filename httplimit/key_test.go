@@ -203,6 +203,11 @@ func TestTrustedProxies(t *testing.T) {
 			[]string{"Forwarded", `for="198.51.100.7:_hidden"`}, "198.51.100.7"},
 		{"Forwarded IPv6 with an obfuscated port", []string{"Forwarded"}, "10.0.0.1:1",
 			[]string{"Forwarded", `for="[2001:db8:cafe::17]:_p.1-x"`}, "2001:db8:cafe::17"},
+		// An IPv6 node with a port is bracketed (RFC 7239 section 6);
+		// unbracketed, as with a numeric port ("2001:db8::17:80" is an
+		// address of its own), it is no node with a port.
+		{"Forwarded unbracketed IPv6 with an obfuscated port is no address", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=198.51.100.7, for="2001:db8:cafe::17:_p"`}, "10.0.0.1"},
 		{"Forwarded walks past a trusted hop with an obfuscated port", []string{"Forwarded"}, "10.0.0.1:1",
 			[]string{"Forwarded", `for=192.0.2.60, for="10.0.0.2:_a"`}, "192.0.2.60"},
 		{"Forwarded over several lines", []string{"Forwarded"}, "10.0.0.1:1",
