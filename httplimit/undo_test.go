@@ -110,6 +110,12 @@ func TestUndoSeesTheFinalStatus(t *testing.T) {
 			w.WriteHeader(http.StatusEarlyHints)
 			w.WriteHeader(http.StatusInternalServerError)
 		}, http.StatusInternalServerError},
+		// net/http sends 101 as the final status, not as an informational
+		// response: the connection then speaks another protocol.
+		"switching protocols then 500": {func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusSwitchingProtocols)
+			w.WriteHeader(http.StatusInternalServerError) // superfluous
+		}, http.StatusSwitchingProtocols},
 		"a flush through ResponseController": {func(w http.ResponseWriter, _ *http.Request) {
 			require.NoError(t, http.NewResponseController(w).Flush())
 			w.WriteHeader(http.StatusBadGateway) // too late: the flush sent 200
