@@ -21,8 +21,9 @@ func Load(path string) (*Config, error) { return LoadWith(path, LoadOptions{}) }
 // LoadOptions change which files of a directory Load reads and how they
 // combine. The zero value is envoyproxy/ratelimit's default behaviour.
 type LoadOptions struct {
-	// IgnoreDotFiles skips files and directories whose names start with a
-	// dot, as envoyproxy/ratelimit does with RUNTIME_IGNOREDOTFILES=true
+	// IgnoreDotFiles skips the files and directories below the path whose
+	// names start with a dot (the path itself is read whatever its name),
+	// as envoyproxy/ratelimit does with RUNTIME_IGNOREDOTFILES=true
 	// (usual with a Kubernetes ConfigMap volume, whose "..data" and
 	// "..2024_..." entries hold a second copy of every file). Default
 	// false, as upstream's.

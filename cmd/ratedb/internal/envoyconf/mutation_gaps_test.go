@@ -1,0 +1,37 @@
+package envoyconf_test
+
+// Tests added after mutation testing (TestGap...): each fails with one
+// deliberate bug that the rest of the package's tests let through.
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/envoyconf"
+)
+
+// IgnoreDotFiles skips the hidden files and directories below the path
+// given, never the directory given itself, though its name (or, through a
+// symlink, its target's) starts with a dot: ~/.ratelimit, or a ConfigMap
+// volume's "..data".
+func TestGapIgnoreDotFilesKeepsAHiddenRoot(t *testing.T) {
+	top := t.TempDir()
+	dir := filepath.Join(top, ".ratelimit")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	for name, domain := range map[string]string{"a.yaml": "a", ".b.yaml": "b"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("domain: "+domain+"\n"), 0o600))
+	}
+	link := filepath.Join(top, "config")
+	require.NoError(t, os.Symlink(".ratelimit", link))
+	o := envoyconf.LoadOptions{IgnoreDotFiles: true}
+	for _, path := range []string{dir, link} {
+		c, err := envoyconf.LoadWith(path, o)
+		require.NoError(t, err, path)
+		assert.Equal(t, []string{"a.yaml"}, c.Files(), path)
+		assert.Contains(t, envoyconf.StampWith(path, o), "a.yaml", path)
+	}
+}
