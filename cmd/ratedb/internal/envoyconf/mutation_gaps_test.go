@@ -6,6 +6,7 @@ package envoyconf_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,4 +35,20 @@ func TestGapIgnoreDotFilesKeepsAHiddenRoot(t *testing.T) {
 		assert.Equal(t, []string{"a.yaml"}, c.Files(), path)
 		assert.Contains(t, envoyconf.StampWith(path, o), "a.yaml", path)
 	}
+}
+
+// A file of exactly 16 MiB is not over the bound: it loads, from a
+// directory and through Parse.
+func TestGapLoadAcceptsAFileOfExactly16MiB(t *testing.T) {
+	head := "domain: big\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 1}}\n#"
+	data := []byte(head + strings.Repeat("x", 16<<20-len(head)-1) + "\n")
+	require.Len(t, data, 16<<20)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.yaml"), data, 0o600))
+	c, err := envoyconf.Load(dir)
+	require.NoError(t, err)
+	assert.Len(t, c.Rules(), 1)
+	c, err = envoyconf.Parse([]envoyconf.File{{Name: "big.yaml", Data: data}})
+	require.NoError(t, err)
+	assert.Len(t, c.Rules(), 1)
 }
