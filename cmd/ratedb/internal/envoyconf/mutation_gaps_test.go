@@ -52,3 +52,29 @@ func TestGapLoadAcceptsAFileOfExactly16MiB(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, c.Rules(), 1)
 }
+
+// shadow_mode, quota_mode and detailed_metric each set their own field of
+// the Limit, and only it.
+func TestGapModesSetTheirOwnField(t *testing.T) {
+	c, err := envoyconf.Parse([]envoyconf.File{{Name: "f.yaml", Data: []byte(`domain: d
+descriptors:
+  - {key: shadow, shadow_mode: true, rate_limit: {unit: second, requests_per_unit: 1}}
+  - {key: quota, quota_mode: true, rate_limit: {unit: second, requests_per_unit: 1}}
+  - {key: detailed, detailed_metric: true, rate_limit: {unit: second, requests_per_unit: 1}}
+`)}})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		key                     string
+		shadow, quota, detailed bool
+	}{
+		{key: "shadow", shadow: true},
+		{key: "quota", quota: true},
+		{key: "detailed", detailed: true},
+	} {
+		l := c.Match("d", kv(tc.key, "v")).Limit
+		require.NotNil(t, l, tc.key)
+		assert.Equal(t, tc.shadow, l.ShadowMode, "%s: ShadowMode", tc.key)
+		assert.Equal(t, tc.quota, l.QuotaMode, "%s: QuotaMode", tc.key)
+		assert.Equal(t, tc.detailed, l.DetailedMetric, "%s: DetailedMetric", tc.key)
+	}
+}
