@@ -1,0 +1,28 @@
+package keys_test
+
+// Tests added after mutation testing (TestGap...): each fails with one
+// deliberate bug that the rest of the package's tests let through.
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/keys"
+)
+
+// A key of MaxKeyLen bytes loads; one byte longer is refused, and the
+// error does not show the key.
+func TestGapLoadAcceptsAKeyOfMaxKeyLen(t *testing.T) {
+	key := "s3cr3t" + strings.Repeat("k", keys.MaxKeyLen-len("s3cr3t"))
+	k, err := keys.Load(keys.Source{Env: key}, keys.Source{Env: key})
+	require.NoError(t, err)
+	assert.True(t, k.HasClientKeys())
+	assert.True(t, k.HasAdminKeys())
+
+	_, err = keys.Load(keys.Source{Env: key + "k"}, keys.Source{})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "s3cr3t")
+}
