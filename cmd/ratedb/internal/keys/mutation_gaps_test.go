@@ -26,3 +26,16 @@ func TestGapLoadAcceptsAKeyOfMaxKeyLen(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "s3cr3t")
 }
+
+// Role knows a configured key of MaxKeyLen bytes; a presented key one byte
+// longer is unknown without being compared.
+func TestGapRoleOfAKeyOfMaxKeyLen(t *testing.T) {
+	client := strings.Repeat("c", keys.MaxKeyLen)
+	admin := strings.Repeat("a", keys.MaxKeyLen)
+	k, err := keys.Load(keys.Source{Env: client}, keys.Source{Env: admin})
+	require.NoError(t, err)
+	assert.Equal(t, keys.Client, k.Role(client))
+	assert.Equal(t, keys.Admin, k.Role(admin))
+	assert.Equal(t, keys.None, k.Role(client+"c"))
+	assert.Equal(t, keys.None, k.Role(admin+"a"))
+}
