@@ -110,7 +110,8 @@ func (k *Keys) AddClient(key string) *Keys {
 	return &c
 }
 
-// Role returns key's role. It compares key's digest with every configured
+// Role returns key's role; a key configured both as a client and as an
+// admin key is Admin. It compares key's digest with every configured
 // digest in constant time, without stopping at a match, so its duration
 // says nothing about which key (if any) matched.
 func (k *Keys) Role(key string) Role {

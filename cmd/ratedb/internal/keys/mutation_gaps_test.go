@@ -39,3 +39,13 @@ func TestGapRoleOfAKeyOfMaxKeyLen(t *testing.T) {
 	assert.Equal(t, keys.None, k.Role(client+"c"))
 	assert.Equal(t, keys.None, k.Role(admin+"a"))
 }
+
+// A key configured both as a client and as an admin key is an admin key:
+// listing it among the client keys too takes nothing from it.
+func TestGapKeyInBothListsIsAdmin(t *testing.T) {
+	k, err := keys.Load(keys.Source{Env: "c1,both"}, keys.Source{Env: "both,a1"})
+	require.NoError(t, err)
+	assert.Equal(t, keys.Admin, k.Role("both"))
+	assert.Equal(t, keys.Admin, k.AddClient("a1").Role("a1"))
+	assert.Equal(t, keys.Client, k.Role("c1"))
+}
