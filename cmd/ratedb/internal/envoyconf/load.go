@@ -145,6 +145,10 @@ func readLimited(cf configFile) ([]byte, error) {
 	return data, err
 }
 
+// testBeforeOpen, when set by a test, runs between readFile's check of a
+// file and its open.
+var testBeforeOpen func(path string)
+
 // readFile reads cf and returns its contents with the status of the file
 // it read, taken before reading (so that a change made during the read
 // changes the file's status after it).
@@ -157,14 +161,21 @@ func readFile(cf configFile) ([]byte, os.FileInfo, error) {
 		// A fifo would block the read (and goruntime with it).
 		return nil, nil, fmt.Errorf("%w: %s: not a regular file", ErrInvalidConfig, cf.name)
 	}
-	f, err := os.Open(cf.path)
+	if testBeforeOpen != nil {
+		testBeforeOpen(cf.path)
+	}
+	f, err := os.OpenFile(cf.path, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	// The status of the file opened, which cf.path may no longer name.
+	// The status of the file opened, which cf.path may no longer name: it
+	// may have been replaced since the check above, by a fifo too.
 	if fi, err = f.Stat(); err != nil {
 		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%w: %s: not a regular file", ErrInvalidConfig, cf.name)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
