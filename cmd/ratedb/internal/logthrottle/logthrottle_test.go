@@ -51,3 +51,31 @@ func TestZeroThrottle(t *testing.T) {
 	ok, _ = th.Allow()
 	assert.False(t, ok)
 }
+
+// A line let through reports only the lines held back since the previous
+// one let through, not those an earlier line already reported (found by
+// mutation testing: not resetting the held count made every later line
+// report the total since start, and no test failed).
+func TestGapHeldCountStartsAgainAfterEachLine(t *testing.T) {
+	now := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	th := &logthrottle.Throttle{Period: time.Second, Now: func() time.Time { return now }}
+	ok, _ := th.Allow()
+	assert.True(t, ok)
+	for _, tc := range []struct {
+		name string
+		held int
+	}{
+		{"first period", 3},
+		{"second period", 2},
+		{"third period, nothing held", 0},
+	} {
+		for range tc.held {
+			ok, _ := th.Allow()
+			assert.False(t, ok, tc.name)
+		}
+		now = now.Add(time.Second)
+		ok, held := th.Allow()
+		assert.True(t, ok, tc.name)
+		assert.Equal(t, int64(tc.held), held, tc.name)
+	}
+}
