@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/redisstate"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,4 +22,23 @@ func TestGapClusterClientIsNotAClusterNode(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, redisstate.CheckNotClusterNode(context.Background(), c))
+}
+
+// A server that answers INFO with an error (renamed, or refused to the
+// user by an ACL) is not judged: CheckNotClusterNode reports nil, as its
+// doc says, and the service starts (found by mutation testing: treating
+// that answer as no answer refused the start with ErrUnavailable, and no
+// test failed).
+func TestGapInfoRefusedIsNotJudged(t *testing.T) {
+	ctx := context.Background()
+	addr, _ := proctest.StartRedis(t)
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = admin.Close() })
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "limited", "on", ">pw", "~*", "&*", "+@all", "-info").Err())
+	c, err := redisstate.NewClient("redis://limited:pw@" + addr + "/0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	var refused redis.Error
+	require.ErrorAs(t, c.Info(ctx, "cluster").Err(), &refused, "INFO is refused to this user")
+	require.NoError(t, redisstate.CheckNotClusterNode(ctx, c))
 }
