@@ -108,3 +108,19 @@ func TestGapInspectRefusesCountersThatDoNotMatchTheScales(t *testing.T) {
 	assert.Empty(t, ws)
 	assert.Equal(t, tools.Summary{Records: 1, Unreadable: 1, Format: sum.Format}, sum)
 }
+
+// A record key that is only a spec, with no counted key after it (a
+// crafted file: ratedb refuses empty keys), is unreadable, not listed
+// as the window of "" (found by mutation testing: len(k) < p+8*n in
+// parseKey accepted it, and no test failed).
+func TestGapInspectRefusesARecordKeyWithoutAKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	craftedFile(t, path, func(w *record.BlockWindow) {
+		require.Equal(t, "k", string(w.Key[len(w.Key)-1:]))
+		w.Key = w.Key[:len(w.Key)-1] // the spec: algorithm and scale
+	})
+	ws, sum, err := tools.Inspect(path, "", time.Now())
+	require.NoError(t, err)
+	assert.Empty(t, ws)
+	assert.Equal(t, tools.Summary{Records: 1, Unreadable: 1, Format: sum.Format}, sum)
+}
