@@ -1,0 +1,97 @@
+package ratedb
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Tests for gaps that mutation testing of the file safety code (the page
+// audit, rebuild, Verify, migration, the presence filter and Open's
+// validation) found: each fails with the deliberate bug it names.
+
+// TestGapFreelistOverflowOverLivePages: bbolt frees the old freelist page
+// and every overflow page its header counts at the next commit, so a
+// damaged overflow count that runs over live pages hands them out for new
+// data. Open's checks pass such a file (the count stays below the file's
+// page count); the audit after Open must count it and rebuild the file,
+// keeping every window. (Mutant: the audit's freelist() no longer checked
+// the freelist page's own span against the pages the walk reached.)
+func TestGapFreelistOverflowOverLivePages(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	const n = 2000
+	fillFile(t, path, now, n)
+	fillFile(t, path, now, n)
+	// A small commit takes its pages, the new freelist's among them, from
+	// the pages the large ones freed: below live leaves.
+	db, w := openWindow(t, path, now)
+	if _, err := w.Inc(context.Background(), "another-key", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	leaves, ps := windowLeaves(t, path)
+	m, _, err := validateFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := uint64(0)
+	for _, id := range leaves {
+		if id > m.freelist {
+			live = max(live, id)
+		}
+	}
+	if live == 0 {
+		t.Fatalf("no live leaf after the freelist page %d (leaves %v)", m.freelist, leaves)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hdr [4]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(live-m.freelist))
+	if _, err := f.WriteAt(hdr[:], int64(m.freelist)*ps+12); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, _, err := validateFile(path); err != nil {
+		t.Fatalf("Open's checks must pass this damage: %v", err)
+	}
+
+	db, w = openWindow(t, path, now)
+	if err := db.Snapshot(); err != nil { // waits for the audit and its rebuild
+		t.Fatal(err)
+	}
+	if got := db.Stats().CorruptSkipped; got < 1 {
+		t.Fatalf("CorruptSkipped = %d, want the damaged freelist counted", got)
+	}
+	ctx := context.Background()
+	for i := range n {
+		if _, err := w.Inc(ctx, fmt.Sprintf("audit-key-%04d", i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 1 {
+		t.Fatalf("files kept aside: %v, want 1 (the file rebuilt)", aside)
+	}
+	db, w = openWindow(t, path, now)
+	defer db.Close()
+	for i := range n {
+		got, err := w.Get(ctx, fmt.Sprintf("audit-key-%04d", i))
+		if want := int64(3 + 2*(i%7)); err != nil || got != want {
+			t.Fatalf("key %d reads %d, %v; want %d", i, got, err, want)
+		}
+	}
+	if err := db.Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
