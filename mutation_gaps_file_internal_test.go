@@ -3,6 +3,7 @@ package ratedb
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -93,5 +94,53 @@ func TestGapFreelistOverflowOverLivePages(t *testing.T) {
 	}
 	if err := db.Verify(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGapFileOnePageShort: a file that ends one page before the page count
+// its meta page gives (truncated at a page boundary) is refused by Open
+// with ErrCorrupt, and one that ends exactly there opens. Its last page is
+// neither the root nor the freelist, whose reads would fail on their own.
+// (Mutant: m.pgid > size/ps+1 in validateFile accepted the short file.)
+func TestGapFileOnePageShort(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 2000)
+	fillFile(t, path, now, 2000)
+	// A small commit takes its pages, the new freelist's among them, from
+	// the pages the large ones freed: the last page is no longer the
+	// freelist, which Open's other checks read.
+	db, w := openWindow(t, path, now)
+	if _, err := w.Inc(context.Background(), "another-key", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := validateFile(path)
+	ps := int64(m.pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.pgid-1 == m.root || m.pgid-1 == m.freelist {
+		t.Fatalf("the last page %d is the root or the freelist: Open's other checks would refuse the short file", m.pgid-1)
+	}
+	if err := os.Truncate(path, int64(m.pgid)*ps); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := validateFile(path); err != nil {
+		t.Fatalf("a file that ends at its last page: %v", err)
+	}
+	if err := os.Truncate(path, int64(m.pgid-1)*ps); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := validateFile(path); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("validateFile of a file one page short = %v, want ErrCorrupt", err)
+	}
+	if db, err := Open(path, &Options{SnapshotPeriod: -1, CleanPeriod: -1}); !errors.Is(err, ErrCorrupt) {
+		if err == nil {
+			db.Close()
+		}
+		t.Fatalf("Open of a file one page short = %v, want ErrCorrupt", err)
 	}
 }
