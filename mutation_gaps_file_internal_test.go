@@ -1,6 +1,7 @@
 package ratedb
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -142,5 +143,41 @@ func TestGapFileOnePageShort(t *testing.T) {
 			db.Close()
 		}
 		t.Fatalf("Open of a file one page short = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestGapFreelistValidRefusesRepeatedIDs: the freelist Open accepts lists
+// each page once, in increasing order, between the meta pages and the
+// page count, as bbolt writes it: a page listed twice is damage (bbolt's
+// map freelist would count it free twice), and so is a meta page. (Mutant: id < prev instead of id <= prev in
+// freelistValid accepted a repeated id, and no test repeated one;
+// prev starting at 0 accepted page 1, a meta page.)
+func TestGapFreelistValidRefusesRepeatedIDs(t *testing.T) {
+	const pgid = 10
+	for _, tc := range []struct {
+		name string
+		ids  []uint64
+		want bool
+	}{
+		{"increasing", []uint64{2, 5, 9}, true},
+		{"empty", nil, true},
+		{"repeated", []uint64{2, 5, 5, 9}, false},
+		{"decreasing", []uint64{5, 2}, false},
+		{"a meta page", []uint64{1, 5}, false},
+		{"the page count", []uint64{5, pgid}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const ps = 512
+			b := make([]byte, ps)
+			binary.LittleEndian.PutUint16(b[8:], pageFreelist)
+			binary.LittleEndian.PutUint16(b[10:], uint16(len(tc.ids)))
+			for i, id := range tc.ids {
+				binary.LittleEndian.PutUint64(b[pageHeader+8*i:], id)
+			}
+			got, err := freelistValid(bytes.NewReader(b), 0, ps, pgid)
+			if err != nil || got != tc.want {
+				t.Fatalf("freelistValid(%v) = %t, %v; want %t", tc.ids, got, err, tc.want)
+			}
+		})
 	}
 }
