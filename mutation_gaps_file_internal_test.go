@@ -181,3 +181,48 @@ func TestGapFreelistValidRefusesRepeatedIDs(t *testing.T) {
 		})
 	}
 }
+
+// leafPage builds leaf page id of ps bytes holding keys, each with a
+// one-byte value, as bbolt lays them out.
+func leafPage(id uint64, ps int, keys ...string) []byte {
+	le := binary.LittleEndian
+	b := make([]byte, ps)
+	le.PutUint64(b, id)
+	le.PutUint16(b[8:], pageLeaf)
+	le.PutUint16(b[10:], uint16(len(keys)))
+	data := pageHeader + len(keys)*elemSize
+	for i, k := range keys {
+		e := b[pageHeader+i*elemSize:]
+		le.PutUint32(e[4:], uint32(data-(pageHeader+i*elemSize)))
+		le.PutUint32(e[8:], uint32(len(k)))
+		le.PutUint32(e[12:], 1)
+		data += copy(b[data:], k)
+		b[data] = 'v'
+		data++
+	}
+	return b
+}
+
+// TestGapCheckPageRefusesRepeatedKeys: bbolt's binary searches need the
+// keys of a page strictly increasing; a damaged key equal to its
+// neighbour hides one of the two from every look-up, so the audit must
+// count the page as damaged. (Mutant: bytes.Compare(prev, k) > 0 in
+// checkPage accepted two equal keys, and no test had any.)
+func TestGapCheckPageRefusesRepeatedKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keys []string
+		want bool
+	}{
+		{"increasing", []string{"a", "b", "c"}, true},
+		{"repeated", []string{"a", "b", "b", "c"}, false},
+		{"decreasing", []string{"b", "a"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := leafPage(7, 512, tc.keys...)
+			if got := checkPage(b, 7, false, nil, nil); got != tc.want {
+				t.Fatalf("checkPage of a leaf with keys %q = %t, want %t", tc.keys, got, tc.want)
+			}
+		})
+	}
+}
