@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ratedb/ratedb/internal/siphash"
 )
 
 // Tests for gaps that mutation testing of the file safety code (the page
@@ -224,5 +226,49 @@ func TestGapCheckPageRefusesRepeatedKeys(t *testing.T) {
 				t.Fatalf("checkPage of a leaf with keys %q = %t, want %t", tc.keys, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestGapSalvageKeepsTheCopyThatAllowsLess: damage can leave two copies of
+// one window in a damaged file (a stale one reached through a damaged
+// branch), and rebuild keeps the one that allows less: the later window
+// end, then, for the same end, the larger count, whatever order the walk
+// found them in. (Mutants: salvage comparing the ends, or the totals, the
+// other way round kept the stale copy, and no test had two copies.)
+func TestGapSalvageKeepsTheCopyThatAllowsLess(t *testing.T) {
+	var secret siphash.Key
+	for _, tc := range []struct {
+		name         string
+		first, other counter
+		want         counter
+	}{
+		{"later end, smaller count", counter{Count: 2, End: 200}, counter{Count: 9, End: 100}, counter{Count: 2, End: 200}},
+		{"same end, larger count", counter{Count: 9, End: 100}, counter{Count: 2, End: 100}, counter{Count: 9, End: 100}},
+	} {
+		for _, swap := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/swapped=%t", tc.name, swap), func(t *testing.T) {
+				a, b := tc.first, tc.other
+				if swap {
+					a, b = b, a
+				}
+				var set changeSet
+				set.add(secret, []byte("k-before"), "", []counter{{Count: 1, End: 50}})
+				set.add(secret, []byte("k-window"), "", []counter{a})
+				set.add(secret, []byte("k-window"), "", []counter{b})
+				set.add(secret, []byte("k-after"), "", []counter{{Count: 1, End: 50}})
+				salvage(&set)
+				if len(set.changes) != 3 {
+					t.Fatalf("%d windows kept, want 3", len(set.changes))
+				}
+				for i := range set.changes {
+					c := &set.changes[i]
+					if string(set.key(c)) == "k-window" {
+						if got := set.counters(c); len(got) != 1 || got[0] != tc.want {
+							t.Fatalf("kept %v, want %v", got, tc.want)
+						}
+					}
+				}
+			})
+		}
 	}
 }
