@@ -272,3 +272,36 @@ func TestGapSalvageKeepsTheCopyThatAllowsLess(t *testing.T) {
 		}
 	}
 }
+
+// TestGapRebuildCountsWindowsAcrossBatches: a rebuild writes its windows
+// in transactions of snapshotBatch; the count it stores in the file is the
+// total of every batch, so a restart reads the file's true window count.
+// (Mutant: putCount(tx, w.delta) stored only the last batch's windows, and
+// no rebuild test wrote more than one batch.)
+func TestGapRebuildCountsWindowsAcrossBatches(t *testing.T) {
+	defer func(n int) { snapshotBatch = n }(snapshotBatch)
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	const n = 2000
+	fillFile(t, path, now, n)
+	damageBranchKey(t, path)
+	snapshotBatch = 300 // 2000 windows: seven batches
+	db, _ := openWindow(t, path, now)
+	if err := db.Snapshot(); err != nil { // waits for the audit and its rebuild
+		t.Fatal(err)
+	}
+	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 1 {
+		t.Fatalf("files kept aside: %v, want 1 (the file rebuilt)", aside)
+	}
+	if got := db.Stats().WindowsOnDisk; got != n {
+		t.Fatalf("WindowsOnDisk after the rebuild = %d, want %d", got, n)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, _ = openWindow(t, path, now)
+	defer db.Close()
+	if got := db.Stats().WindowsOnDisk; got != n {
+		t.Fatalf("WindowsOnDisk after a restart = %d, want %d", got, n)
+	}
+}
