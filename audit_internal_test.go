@@ -325,6 +325,14 @@ func TestFreelistListingLivePage(t *testing.T) {
 	}
 
 	db, w := openWindow(t, path, now)
+	hitOnceAndCheckRebuilt(t, db, w, path, now, n)
+}
+
+// hitOnceAndCheckRebuilt adds one hit to each of the n keys fillFile wrote
+// through w, closes db, and checks that the file was rebuilt (one file kept
+// aside) with every count whole: the fill's plus that hit, after a restart.
+func hitOnceAndCheckRebuilt(t *testing.T, db *DB, w *Window, path string, now time.Time, n int) {
+	t.Helper()
 	ctx := context.Background()
 	for i := range n {
 		if _, err := w.Inc(ctx, fmt.Sprintf("audit-key-%04d", i), 1); err != nil {

@@ -75,29 +75,7 @@ func TestGapFreelistOverflowOverLivePages(t *testing.T) {
 	if got := db.Stats().CorruptSkipped; got < 1 {
 		t.Fatalf("CorruptSkipped = %d, want the damaged freelist counted", got)
 	}
-	ctx := context.Background()
-	for i := range n {
-		if _, err := w.Inc(ctx, fmt.Sprintf("audit-key-%04d", i), 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 1 {
-		t.Fatalf("files kept aside: %v, want 1 (the file rebuilt)", aside)
-	}
-	db, w = openWindow(t, path, now)
-	defer db.Close()
-	for i := range n {
-		got, err := w.Get(ctx, fmt.Sprintf("audit-key-%04d", i))
-		if want := int64(3 + 2*(i%7)); err != nil || got != want {
-			t.Fatalf("key %d reads %d, %v; want %d", i, got, err, want)
-		}
-	}
-	if err := db.Verify(); err != nil {
-		t.Fatal(err)
-	}
+	hitOnceAndCheckRebuilt(t, db, w, path, now, n)
 }
 
 // TestGapFileOnePageShort: a file that ends one page before the page count
