@@ -97,10 +97,28 @@ func TestWatcherPollReadsOnlyFilesThatMayHaveChanged(t *testing.T) {
 // A file rewritten between the poll that saw it settled and the load's
 // read of it is not loaded: the load waits for the next poll.
 func TestWatcherPollWaitsWhenFilesChangeDuringTheLoad(t *testing.T) {
+	w, file := changeDuringTheLoad(t, "domain: edge\n")
+
+	require.NoError(t, os.WriteFile(file, []byte(limitYAML(3)), 0o600))
+	_, changed, err := w.Poll()
+	require.NoError(t, err)
+	require.False(t, changed, "seen once")
+	c, changed, err := w.Poll()
+	require.NoError(t, err)
+	require.True(t, changed)
+	assert.EqualValues(t, 3, userLimit(t, c))
+}
+
+// changeDuringTheLoad returns a Watcher of a directory whose one file,
+// edge.yaml, changed after Load, was seen changed by one poll, and was
+// rewritten as data while the next poll's load read it; that poll, made
+// here, loaded nothing.
+func changeDuringTheLoad(t *testing.T, data string) (w *Watcher, file string) {
+	t.Helper()
 	dir := t.TempDir()
-	file := filepath.Join(dir, "edge.yaml")
+	file = filepath.Join(dir, "edge.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(limitYAML(1)), 0o600))
-	w := NewWatcher(dir, LoadOptions{})
+	w = NewWatcher(dir, LoadOptions{})
 	_, err := w.Load()
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(file, []byte(limitYAML(2)), 0o600))
@@ -109,25 +127,17 @@ func TestWatcherPollWaitsWhenFilesChangeDuringTheLoad(t *testing.T) {
 	require.False(t, changed, "seen once")
 
 	// Scan calls now once per file, before reading it: the second call of
-	// the next poll is the load's, and a writer truncates the file then.
+	// the next poll is the load's, and the file changes then.
 	calls := 0
 	w.now = func() time.Time {
 		if calls++; calls == 2 {
-			require.NoError(t, os.WriteFile(file, []byte("domain: edge\n"), 0o600))
+			require.NoError(t, os.WriteFile(file, []byte(data), 0o600))
 		}
 		return time.Now()
 	}
 	_, changed, err = w.Poll()
 	require.NoError(t, err)
-	assert.False(t, changed, "the file the load read is not the one the polls saw settled")
+	require.False(t, changed, "the file the load read is not the one the polls saw settled")
 	require.Equal(t, 2, calls)
-
-	require.NoError(t, os.WriteFile(file, []byte(limitYAML(3)), 0o600))
-	_, changed, err = w.Poll()
-	require.NoError(t, err)
-	require.False(t, changed, "seen once")
-	c, changed, err := w.Poll()
-	require.NoError(t, err)
-	require.True(t, changed)
-	assert.EqualValues(t, 3, userLimit(t, c))
+	return w, file
 }
