@@ -169,3 +169,20 @@ func TestGapVerifyBlockKeyEqualToPreviousWindow(t *testing.T) {
 	})
 	verifyOutOfOrder(t, path, now)
 }
+
+// TestGapVerifyRepeatedWindow: each window is in the file once. A copy of
+// one, right after it in its block (a sound checksum: written so by a bug,
+// not by damage), must be reported by Verify. (Mutant: bytes.Compare(prevWin,
+// w.Key) > 0 in Verify accepted a key equal to the one before it.)
+func TestGapVerifyRepeatedWindow(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 2000)
+	rewriteBlocks(t, path, func(_ siphash.Key, blocks []storedBlock) []storedBlock {
+		b := &blocks[len(blocks)/2]
+		w := b.windows[0]
+		b.windows = append([]record.BlockWindow{w}, b.windows...)
+		return blocks
+	})
+	verifyOutOfOrder(t, path, now)
+}
