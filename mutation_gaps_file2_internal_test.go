@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -185,4 +186,66 @@ func TestGapVerifyRepeatedWindow(t *testing.T) {
 		return blocks
 	})
 	verifyOutOfOrder(t, path, now)
+}
+
+// TestGapRebuildCountsDamagedBlocks: a rebuild leaves out every block that
+// fails its checksum, and those windows are lost; Stats.CorruptSkipped
+// must count such blocks as well as the damaged pages that made the
+// rebuild run. (Mutant: rebuild added only the damaged pages to the
+// count, and every rebuild test's blocks were sound.)
+func TestGapRebuildCountsDamagedBlocks(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 2000)
+	leaves, ps := windowLeaves(t, path)
+	damageBranchKey(t, path) // damage to a page: the file is rebuilt
+	// A flipped bit in the checksum of one block, inside a sound page.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := leaves[len(leaves)/2]
+	var e [elemSize]byte
+	off := int64(id)*ps + pageHeader + elemSize // element 1
+	if _, err := f.ReadAt(e[:], off); err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	last := off + int64(le.Uint32(e[4:])+le.Uint32(e[8:])+le.Uint32(e[12:])) - 1 // the value's last byte
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], last); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x01
+	if _, err := f.WriteAt(b[:], last); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// The pages the audit after Open finds damaged.
+	m, _, err := validateFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err = os.Open(path); err != nil {
+		t.Fatal(err)
+	}
+	a := newPageAudit(f, m)
+	a.run(m.root)
+	a.freelist(m.freelist)
+	f.Close()
+	if a.err != nil || a.damaged == 0 {
+		t.Fatalf("the audit found %d damaged pages (%v), want the damaged branch", a.damaged, a.err)
+	}
+
+	db, _ := openWindow(t, path, now)
+	defer db.Close()
+	if err := db.Snapshot(); err != nil { // waits for the audit and its rebuild
+		t.Fatal(err)
+	}
+	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 1 {
+		t.Fatalf("files kept aside: %v, want 1 (the file rebuilt)", aside)
+	}
+	if got, want := db.Stats().CorruptSkipped, int64(a.damaged)+1; got != want {
+		t.Fatalf("CorruptSkipped = %d, want %d: %d damaged pages and the damaged block", got, want, a.damaged)
+	}
 }
