@@ -17,6 +17,8 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -25,7 +27,6 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -113,38 +114,11 @@ var (
 	badUser = "u4\xff" + grpcSecret + "\xc3"
 )
 
-// marshalAnyStrings marshals req as proto.Marshal does, except that its
-// domain and its entries' keys and values may hold any bytes (proto.Marshal
-// refuses strings that are not UTF-8, which Envoy sends): they are encoded
-// by hand, after the other fields (the order of fields does not change
-// what a message decodes to).
+// marshalAnyStrings is proctest.MarshalAnyStrings as a rawMsg.
 func marshalAnyStrings(req *rlsv3.RateLimitRequest) rawMsg {
-	rest := proto.Clone(req).(*rlsv3.RateLimitRequest)
-	rest.Domain, rest.Descriptors = "", nil
-	b, err := proto.Marshal(rest)
+	b, err := proctest.MarshalAnyStrings(req)
 	if err != nil {
 		panic(err)
-	}
-	b = protowire.AppendTag(b, 1, protowire.BytesType)
-	b = protowire.AppendString(b, req.GetDomain())
-	for _, d := range req.GetDescriptors() {
-		rest := proto.Clone(d).(*ratelimitv3.RateLimitDescriptor)
-		rest.Entries = nil
-		db, err := proto.Marshal(rest)
-		if err != nil {
-			panic(err)
-		}
-		for _, e := range d.GetEntries() {
-			var eb []byte
-			eb = protowire.AppendTag(eb, 1, protowire.BytesType)
-			eb = protowire.AppendString(eb, e.GetKey())
-			eb = protowire.AppendTag(eb, 2, protowire.BytesType)
-			eb = protowire.AppendString(eb, e.GetValue())
-			db = protowire.AppendTag(db, 1, protowire.BytesType)
-			db = protowire.AppendBytes(db, eb)
-		}
-		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		b = protowire.AppendBytes(b, db)
 	}
 	return rawMsg(b)
 }

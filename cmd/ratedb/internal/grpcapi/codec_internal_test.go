@@ -9,6 +9,8 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 	"google.golang.org/grpc/encoding"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/mem"
@@ -21,36 +23,11 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// marshalAnyStrings marshals req as proto.Marshal does, except that its
-// domain and its entries' keys and values may hold any bytes (proto.Marshal
-// refuses strings that are not UTF-8): they are encoded by hand, after the
-// other fields (the order of fields does not change what a message
-// decodes to).
-func marshalAnyStrings(t testing.TB, req *rlsv3.RateLimitRequest) []byte {
-	t.Helper()
-	rest := proto.Clone(req).(*rlsv3.RateLimitRequest)
-	rest.Domain, rest.Descriptors = "", nil
-	b, err := proto.Marshal(rest)
-	require.NoError(t, err)
-	b = protowire.AppendTag(b, 1, protowire.BytesType)
-	b = protowire.AppendString(b, req.GetDomain())
-	for _, d := range req.GetDescriptors() {
-		rest := proto.Clone(d).(*ratelimitv3.RateLimitDescriptor)
-		rest.Entries = nil
-		db, err := proto.Marshal(rest)
-		require.NoError(t, err)
-		for _, e := range d.GetEntries() {
-			var eb []byte
-			eb = protowire.AppendTag(eb, 1, protowire.BytesType)
-			eb = protowire.AppendString(eb, e.GetKey())
-			eb = protowire.AppendTag(eb, 2, protowire.BytesType)
-			eb = protowire.AppendString(eb, e.GetValue())
-			db = protowire.AppendTag(db, 1, protowire.BytesType)
-			db = protowire.AppendBytes(db, eb)
-		}
-		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		b = protowire.AppendBytes(b, db)
-	}
+// marshalAnyStrings is proctest.MarshalAnyStrings, failing tb on error.
+func marshalAnyStrings(tb testing.TB, req *rlsv3.RateLimitRequest) []byte {
+	tb.Helper()
+	b, err := proctest.MarshalAnyStrings(req)
+	require.NoError(tb, err)
 	return b
 }
 

@@ -1,7 +1,8 @@
 // Package proctest holds what the end-to-end tests of the ratedb command
-// share: a concurrency-safe buffer for a process's output and a throwaway
-// redis-server on a loopback port (running or stopped). It is imported by
-// tests only.
+// share: a concurrency-safe buffer for a process's output, a throwaway
+// redis-server on a loopback port (running or stopped), a reader of a gRPC
+// server's HTTP/2 settings, and an encoder of Envoy rate limit requests
+// whose strings are not UTF-8. It is imported by tests only.
 package proctest
 
 import (
