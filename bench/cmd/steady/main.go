@@ -10,11 +10,16 @@
 // limiter N times, rotating which goes first, and reports each limiter's
 // median and the median of its per-round ratios to GoLimiter.
 //
+// A measurement that fails (its limiter cannot be built, a hit errs or is
+// denied) is logged on stderr and marked in its row, the others go on, and
+// the command exits 1; bad flags exit 2 before anything is measured.
+//
 //	cd bench && go run ./cmd/steady -keys 1000000 -warmup 5s -dur 20s
 //	cd bench && go run ./cmd/steady -keys 200000 -warmup 3s -dur 6s -patterns roundrobin -rounds 7 -limiters RatedbFile,GoLimiter
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -27,25 +32,41 @@ import (
 	"github.com/ratedb/ratedb/bench"
 )
 
-func main() {
-	keys := flag.Int("keys", 1_000_000, "distinct keys, present before the timed hits")
-	warmup := flag.Duration("warmup", 5*time.Second, "untimed hits before the measurement")
-	dur := flag.Duration("dur", 20*time.Second, "measured time per limiter and pattern")
-	limiters := flag.String("limiters", "RatedbFile,RatedbMem,GoLimiter,MutexMap", "comma-separated limiters (see bench.Factories)")
-	patterns := flag.String("patterns", strings.Join(bench.SteadyPatterns, ","), "comma-separated access patterns")
-	rounds := flag.Int("rounds", 1, "times each limiter is measured, rotating the order each round")
-	freshKeys := flag.Bool("fresh-keys", false, "hit with a second copy of each key, as requests bring their own strings (see bench.Steady)")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	flag.Parse()
-	if *rounds < 1 {
-		log.Fatal("-rounds must be at least 1")
+func main() { os.Exit(run(os.Args[1:])) }
+
+// run is the command with its arguments. It returns the exit status once
+// its deferred clean-up (the CPU profile) has run: 0 when every
+// measurement succeeded (and after -h), 2 for bad flags, checked before
+// anything is measured, and 1 when the CPU profile cannot be started or
+// any measurement failed. Each failure is logged on stderr; a failed
+// measurement's row in the table says so, and a last line on stderr counts
+// the failures.
+func run(args []string) (code int) {
+	fs := flag.NewFlagSet("steady", flag.ContinueOnError)
+	keys := fs.Int("keys", 1_000_000, "distinct keys, present before the timed hits")
+	warmup := fs.Duration("warmup", 5*time.Second, "untimed hits before the measurement")
+	dur := fs.Duration("dur", 20*time.Second, "measured time per limiter and pattern")
+	limiters := fs.String("limiters", "RatedbFile,RatedbMem,GoLimiter,MutexMap", "comma-separated limiters (see bench.Factories), each once")
+	patterns := fs.String("patterns", strings.Join(bench.SteadyPatterns, ","), "comma-separated access patterns")
+	rounds := fs.Int("rounds", 1, "times each limiter is measured, rotating the order each round")
+	freshKeys := fs.Bool("fresh-keys", false, "hit with a second copy of each key, as requests bring their own strings (see bench.Steady)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2 // fs printed the error and the usage
+	}
+	names := strings.Split(*limiters, ",")
+	if err := checkFlags(fs.Args(), *keys, *rounds, names, strings.Split(*patterns, ",")); err != nil {
+		log.Printf("steady: %v", err)
+		return 2
 	}
 	stopProfile, err := bench.StartCPUProfile(*cpuprofile)
 	if err != nil {
-		log.Fatal(err)
+		log.Printf("steady: %v", err)
+		return 1
 	}
 	defer stopProfile()
-	names := strings.Split(*limiters, ",")
 	type row struct {
 		pattern, limiter string
 		ns               []float64 // one a round
@@ -55,6 +76,7 @@ func main() {
 		failed           bool
 	}
 	var rows []*row
+	measured, failed := 0, 0
 	for _, p := range strings.Split(*patterns, ",") {
 		byName := map[string]*row{}
 		for _, name := range names {
@@ -64,15 +86,18 @@ func main() {
 		for round := range *rounds {
 			for i := range names {
 				name := names[(i+round)%len(names)]
-				f, err := bench.FactoryByName(name)
+				f, err := bench.FactoryByName(name) // checkFlags found it
 				if err != nil {
-					log.Fatal(err)
+					log.Printf("steady: %v", err)
+					return 1
 				}
 				r, err := bench.Steady(f, *keys, p, *warmup, *dur, *freshKeys)
 				x := byName[name]
+				measured++
 				if err != nil {
-					log.Printf("%s/%s: %v", name, p, err)
+					log.Printf("%s/%s: measurement failed: %v", name, p, err)
 					x.failed = true
+					failed++
 				}
 				log.Printf("%s/%s round %d: %.0f ns/hit over %v (%d hits), %d snapshots, last %v",
 					name, p, round+1, r.NsPerHit, r.Duration.Round(time.Millisecond), r.Hits, r.Snapshots, r.LastSnapshot.Round(time.Millisecond))
@@ -115,6 +140,43 @@ func main() {
 		fmt.Printf("| %s | %s | %.0f (%.0f–%.0f)%s | %s | %d (%v) | %d |\n", x.pattern, x.limiter, median(x.ns),
 			slices.Min(x.ns), slices.Max(x.ns), note, rel, x.snapshots, x.last.Round(time.Millisecond), x.peak)
 	}
+	if failed > 0 {
+		log.Printf("steady: %d of %d measurements failed (see above): their figures are not valid", failed, measured)
+		return 1
+	}
+	return 0
+}
+
+// checkFlags returns an error naming the first bad value among the
+// command's flags, before anything is measured: arguments after the flags,
+// fewer than one key or one round, a limiter bench.FactoryByName does not
+// know or one named twice (its rows would be one), a pattern not in
+// bench.SteadyPatterns.
+func checkFlags(extra []string, keys, rounds int, limiters, patterns []string) error {
+	switch {
+	case len(extra) > 0:
+		return fmt.Errorf("unexpected argument %q (every setting is a flag: -h lists them)", extra[0])
+	case keys < 1:
+		return errors.New("-keys must be at least 1")
+	case rounds < 1:
+		return errors.New("-rounds must be at least 1")
+	}
+	seen := map[string]bool{}
+	for _, name := range limiters {
+		if _, err := bench.FactoryByName(name); err != nil {
+			return fmt.Errorf("-limiters: %w", err)
+		}
+		if seen[name] {
+			return fmt.Errorf("-limiters names %s twice", name)
+		}
+		seen[name] = true
+	}
+	for _, p := range patterns {
+		if !slices.Contains(bench.SteadyPatterns, p) {
+			return fmt.Errorf("-patterns: unknown pattern %q (want one of %v)", p, bench.SteadyPatterns)
+		}
+	}
+	return nil
 }
 
 // median returns the median of xs (not empty), averaging the middle two of
