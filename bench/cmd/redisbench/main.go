@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -24,41 +25,63 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func main() {
-	duration := flag.Duration("duration", 5*time.Second, "timed run of each row")
-	nkeys := flag.Int("keys", 100_000, "size of the many-keys key set")
-	out := flag.String("out", "", "write the report to this file (e.g. results/REDIS.md)")
-	quick := flag.Bool("quick", false, "smoke run: 300 ms rows, 10,000 keys")
-	flag.Parse()
+func main() { os.Exit(command(os.Args[1:])) }
+
+// command is the command with its arguments. It returns the exit status
+// once its deferred clean-up has run (the redis-server stopped, its
+// temporary directory removed, on every path): 0 after a full run (and
+// after -h), 2 for bad flags, 1 when redis-server does not start or a
+// measurement fails.
+func command(args []string) int {
+	fs := flag.NewFlagSet("redisbench", flag.ContinueOnError)
+	duration := fs.Duration("duration", 5*time.Second, "timed run of each row")
+	nkeys := fs.Int("keys", 100_000, "size of the many-keys key set (at least 1)")
+	out := fs.String("out", "", "write the report to this file (e.g. results/REDIS.md)")
+	quick := fs.Bool("quick", false, "smoke run: 300 ms rows, 10,000 keys")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2 // fs printed the error and the usage
+	}
 	if *quick {
 		*duration, *nkeys = 300*time.Millisecond, 10_000
 	}
+	switch {
+	case fs.NArg() > 0:
+		log.Printf("redisbench: unexpected argument %q (every setting is a flag: -h lists them)", fs.Arg(0))
+		return 2
+	case *nkeys < 1:
+		log.Print("redisbench: -keys must be at least 1")
+		return 2
+	}
 	dir, err := os.MkdirTemp("", "redisbench-")
 	if err != nil {
-		log.Fatal(err)
+		log.Printf("redisbench: %v", err)
+		return 1
 	}
 	defer os.RemoveAll(dir)
 	srv, err := bench.StartRedis(dir)
 	if err != nil {
-		log.Fatal(err)
+		log.Printf("redisbench: %v", err)
+		return 1
 	}
 	defer srv.Stop()
 	report, err := run(srv, *duration, *nkeys)
 	if err != nil {
-		log.Print(err)
-		srv.Stop()
-		os.Exit(1)
+		log.Printf("redisbench: %v", err)
+		return 1
 	}
 	header := fmt.Sprintf("# Redis-backed limiters, one run\n\nCommand: `cd bench && go run ./cmd/redisbench %s`  \n"+
 		"Machine: %s, %d CPUs, %s/%s; %s; redis-server %s (Debian), loopback, no persistence; load average at start %s  \n"+
-		"Date: %s\n\n", strings.Join(os.Args[1:], " "), cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH,
+		"Date: %s\n\n", strings.Join(args, " "), cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH,
 		runtime.Version(), srv.Version(), loadAvg(), time.Now().UTC().Format(time.RFC3339))
 	fmt.Print(header + report)
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(header+report), 0o644); err != nil {
-			log.Print(err)
+			log.Printf("redisbench: %v", err)
 		}
 	}
+	return 0
 }
 
 func run(srv *bench.RedisServer, d time.Duration, nkeys int) (string, error) {

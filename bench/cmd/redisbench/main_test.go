@@ -1,13 +1,90 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ratedb/ratedb/bench"
 	"github.com/redis/go-redis/v9"
 )
+
+// mainEnv makes the test binary run main (the command itself, with its own
+// exit status) instead of the tests.
+const mainEnv = "REDISBENCH_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		main()
+		os.Exit(0) // main returned: the command's exit status is 0
+	}
+	os.Exit(m.Run())
+}
+
+// redisbench runs the command in a process of its own with args, TMPDIR
+// set to tmpdir and the environment's other variables plus env, and
+// returns its stdout, stderr and exit status.
+func redisbench(t *testing.T, tmpdir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(append(os.Environ(), mainEnv+"=1", "TMPDIR="+tmpdir), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// requireEmpty fails the test unless dir is empty: the command left
+// nothing in its TMPDIR.
+func requireEmpty(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		t.Errorf("left behind in TMPDIR: %s", e.Name())
+	}
+}
+
+// TestNoTempDirLeftWhenRedisFailsToStart runs the command where
+// redis-server cannot start (PATH holds no redis-server): it must exit 1
+// with the reason on stderr and remove the temporary directory it made for
+// the server, which log.Fatal used to leave behind (os.Exit runs no
+// deferred function). -keys 0, which made every row of the many-keys set
+// divide by zero in a goroutine (a crash that left the directory and a
+// running redis-server behind), is refused before anything is made.
+func TestNoTempDirLeftWhenRedisFailsToStart(t *testing.T) {
+	tmp := t.TempDir()
+	_, stderr, code := redisbench(t, tmp, []string{"PATH=" + t.TempDir()}, "-quick")
+	if code != 1 {
+		t.Errorf("exit status %d, want 1; stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "redis-server is not on PATH") {
+		t.Errorf("stderr does not say why redis-server did not start:\n%s", stderr)
+	}
+	requireEmpty(t, tmp)
+
+	_, stderr, code = redisbench(t, tmp, []string{"PATH=" + t.TempDir()}, "-keys", "0", "-duration", "1ms")
+	if code != 2 || !strings.Contains(stderr, "-keys must be at least 1") {
+		t.Errorf("-keys 0: exit status %d, want 2 with the reason; stderr:\n%s", code, stderr)
+	}
+	requireEmpty(t, tmp)
+}
 
 // TestRowServerStatsCoverTimedHitsOnly checks that a row's Redis figures
 // come from the timed hits alone: after measureRow, INFO commandstats holds
