@@ -30,8 +30,8 @@ func main() { os.Exit(command(os.Args[1:])) }
 // command is the command with its arguments. It returns the exit status
 // once its deferred clean-up has run (the redis-server stopped, its
 // temporary directory removed, on every path): 0 after a full run (and
-// after -h), 2 for bad flags, 1 when redis-server does not start or a
-// measurement fails.
+// after -h), 2 for bad flags, 1 when redis-server does not start, a
+// measurement fails or the -out file cannot be written.
 func command(args []string) int {
 	fs := flag.NewFlagSet("redisbench", flag.ContinueOnError)
 	duration := fs.Duration("duration", 5*time.Second, "timed run of each row")
@@ -79,6 +79,7 @@ func command(args []string) int {
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(header+report), 0o644); err != nil {
 			log.Printf("redisbench: %v", err)
+			return 1
 		}
 	}
 	return 0

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,36 @@ func TestNoTempDirLeftWhenRedisFailsToStart(t *testing.T) {
 	_, stderr, code = redisbench(t, tmp, []string{"PATH=" + t.TempDir()}, "-keys", "0", "-duration", "1ms")
 	if code != 2 || !strings.Contains(stderr, "-keys must be at least 1") {
 		t.Errorf("-keys 0: exit status %d, want 2 with the reason; stderr:\n%s", code, stderr)
+	}
+	requireEmpty(t, tmp)
+}
+
+// TestUnwritableOutFails runs a short benchmark against a real
+// redis-server twice: with -out in a directory that exists it exits 0 and
+// writes the report; with -out in one that does not, it must exit 1 (it
+// used to log the error and exit 0, so a script went on with no report
+// file). Both runs leave nothing in TMPDIR.
+func TestUnwritableOutFails(t *testing.T) {
+	bench.NeedRedisServer(t)
+	tmp := t.TempDir()
+	args := []string{"-duration", "20ms", "-keys", "100"}
+	good := filepath.Join(t.TempDir(), "REDIS.md")
+	_, stderr, code := redisbench(t, tmp, nil, append(args, "-out", good)...)
+	if code != 0 {
+		t.Fatalf("-out %s: exit status %d, want 0; stderr:\n%s", good, code, stderr)
+	}
+	if b, err := os.ReadFile(good); err != nil || !strings.Contains(string(b), "| bare EVALSHA | 64 | 100 |") {
+		t.Fatalf("the report file (err %v) lacks the last row:\n%s", err, b)
+	}
+	requireEmpty(t, tmp)
+
+	bad := filepath.Join(t.TempDir(), "missing", "REDIS.md")
+	out, stderr, code := redisbench(t, tmp, nil, append(args, "-out", bad)...)
+	if code != 1 {
+		t.Errorf("-out %s: exit status %d, want 1; stderr:\n%s", bad, code, stderr)
+	}
+	if !strings.Contains(stderr, "redisbench: open "+bad) || !strings.Contains(out, "| bare EVALSHA | 64 | 100 |") {
+		t.Errorf("want the report on stdout and the error on stderr; stdout:\n%s\nstderr:\n%s", out, stderr)
 	}
 	requireEmpty(t, tmp)
 }
