@@ -4,7 +4,7 @@
 // quotas survive restarts.
 //
 //	ratedb serve [flags]
-//	ratedb inspect [--prefix P] [--json] FILE
+//	ratedb inspect [--prefix P | --envoy-domain NAME [--envoy-entry KEY=VALUE]...] [--json] FILE
 //	ratedb compact FILE
 //	ratedb version
 //
@@ -36,7 +36,7 @@ const usage = `ratedb: a rate-limit service whose quotas survive restarts
 
 usage:
   ratedb serve [flags]                       run the service (ratedb serve -h for its flags)
-  ratedb inspect [--prefix P] [--json] FILE  list the windows of a state file, read-only
+  ratedb inspect [flags] FILE                list the windows of a state file, read-only (ratedb inspect -h for its flags)
   ratedb compact FILE                        rewrite a state file to reclaim space (refuses while in use)
   ratedb version                             print the version
 `
@@ -253,9 +253,20 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	prefix := fs.String("prefix", "", "list only windows whose key starts with `P`")
+	domain := fs.String("envoy-domain", "", "list only the windows the gRPC API counted for the Envoy domain `NAME` (their keys start with a NUL byte and hold lengths in binary, which --prefix cannot take)")
+	var entries [][2]string
+	badEntry := false
+	fs.Func("envoy-entry", "with --envoy-domain, list only the descriptors whose first entry is `KEY=VALUE` (the first '=' ends KEY); repeat it for the next entries, in order", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		// Refused after parsing: an error here would quote the value,
+		// which may be a client's (an IP address, a user id).
+		badEntry = badEntry || !ok
+		entries = append(entries, [2]string{k, v})
+		return nil
+	})
 	asJSON := fs.Bool("json", false, "write JSON instead of text")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: ratedb inspect [--prefix P] [--json] FILE\n\n")
+		fmt.Fprintf(fs.Output(), "usage: ratedb inspect [--prefix P | --envoy-domain NAME [--envoy-entry KEY=VALUE]...] [--json] FILE\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseQuietly(fs, args, stderr); err != nil {
@@ -265,7 +276,29 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	ws, sum, err := tools.Inspect(fs.Arg(0), *prefix, time.Now())
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var bad string
+	switch {
+	case given["envoy-domain"] && given["prefix"]:
+		bad = "--prefix and --envoy-domain exclude each other"
+	case given["envoy-entry"] && !given["envoy-domain"]:
+		bad = "--envoy-entry needs --envoy-domain"
+	case given["envoy-domain"] && *domain == "":
+		bad = "--envoy-domain needs a name (every Envoy request names its domain)"
+	case badEntry:
+		bad = "--envoy-entry takes KEY=VALUE (the first '=' ends KEY)"
+	}
+	if bad != "" {
+		fmt.Fprintf(stderr, "ratedb inspect: %s\n", bad)
+		fs.Usage()
+		return errUsage
+	}
+	p := *prefix
+	if given["envoy-domain"] {
+		p = grpcapi.KeyPrefix(*domain, entries...)
+	}
+	ws, sum, err := tools.Inspect(fs.Arg(0), p, time.Now())
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,23 @@ func countedKey(domain string, entries []*ratelimitv3.RateLimitDescriptor_Entry,
 	return string(b)
 }
 
+// KeyPrefix returns the bytes that every counted key of the Envoy domain
+// starts with, followed by entries (each a key and a value, in a
+// descriptor's order; a value shared by share_threshold is its pattern):
+// exactly the keys of the descriptors whose first entries are these start
+// with it, since each part is length-prefixed. A counted key longer than
+// ratedb.MaxKeyLen is stored as its SHA-256 and starts with no such prefix.
+// `ratedb inspect --envoy-domain` selects a domain's windows with it.
+func KeyPrefix(domain string, entries ...[2]string) string {
+	b := []byte(keyPrefix)
+	b = appendString(b, domain)
+	for _, e := range entries {
+		b = appendString(b, e[0])
+		b = appendString(b, e[1])
+	}
+	return string(b)
+}
+
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)

@@ -44,3 +44,51 @@ func TestCountedKeyUnambiguous(t *testing.T) {
 	assert.LessOrEqual(t, len(long), ratedb.MaxKeyLen)
 	assert.NotEqual(t, long, countedKey("d", entries("k", strings.Repeat("v", ratedb.MaxKeyLen+1)), nil))
 }
+
+// TestKeyPrefixSelectsExactly: KeyPrefix(domain, entries...) starts the
+// counted keys of exactly the descriptors of that domain whose first
+// entries are those, never those of a domain, key or value that merely
+// starts the same way.
+func TestKeyPrefixSelectsExactly(t *testing.T) {
+	type desc struct {
+		domain string
+		pairs  []string
+		share  []string
+	}
+	descs := map[string]desc{
+		"d a=b":          {"d", []string{"a", "b"}, nil},
+		"d a=b c=x":      {"d", []string{"a", "b", "c", "x"}, nil},
+		"d a=bc":         {"d", []string{"a", "bc"}, nil},
+		"d ab=c":         {"d", []string{"ab", "c"}, nil},
+		"d a=":           {"d", []string{"a", ""}, nil},
+		"dd a=b":         {"dd", []string{"a", "b"}, nil},
+		"d_a b=c":        {"d_a", []string{"b", "c"}, nil},
+		"d a=b* (share)": {"d", []string{"a", "bzz"}, []string{"b*"}},
+	}
+	for _, tc := range []struct {
+		name    string
+		domain  string
+		entries [][2]string
+		want    []string
+	}{
+		{"domain", "d", nil, []string{"d a=b", "d a=b c=x", "d a=bc", "d ab=c", "d a=", "d a=b* (share)"}},
+		{"other domain", "dd", nil, []string{"dd a=b"}},
+		{"domain with _", "d_a", nil, []string{"d_a b=c"}},
+		{"no such domain", "x", nil, nil},
+		{"one entry", "d", [][2]string{{"a", "b"}}, []string{"d a=b", "d a=b c=x"}},
+		{"empty value", "d", [][2]string{{"a", ""}}, []string{"d a="}},
+		{"two entries", "d", [][2]string{{"a", "b"}, {"c", "x"}}, []string{"d a=b c=x"}},
+		{"shared value", "d", [][2]string{{"a", "b*"}}, []string{"d a=b* (share)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := KeyPrefix(tc.domain, tc.entries...)
+			var got []string
+			for name, d := range descs {
+				if strings.HasPrefix(countedKey(d.domain, entries(d.pairs...), d.share), p) {
+					got = append(got, name)
+				}
+			}
+			assert.ElementsMatch(t, tc.want, got)
+		})
+	}
+}
