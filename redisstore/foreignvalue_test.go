@@ -15,7 +15,9 @@ import (
 // A counter key holding a value this store never writes (another program
 // wrote it) must make every call that reads it fail with a clear error, as
 // Get does (decodeRead: ErrUnavailable), and must not be overwritten: no
-// silent reset, no decision, no "nothing to refund".
+// silent reset, no decision, no "nothing to refund". Set fails on it too
+// (TestSetRefusesTheValuesGetAndHitRefuse has every algorithm); only Reset
+// deletes it.
 func TestForeignValueIsAnErrorNotAReset(t *testing.T) {
 	srv := startServer(t)
 	raw := srv.Client(t, nil)
@@ -100,7 +102,9 @@ func TestForeignValueIsAnErrorNotAReset(t *testing.T) {
 				check("L.ExpiresAt", err)
 				_, _, err = l.State(ctx, "k")
 				check("L.State", err)
-				// Reset deletes the key whatever it holds, as Set overwrites it.
+				_, err = w.Set(ctx, "k", 1)
+				check("W.Set", err)
+				// Reset deletes the key whatever it holds: the way to clear it.
 				require.NoError(t, w.Reset(ctx, "k"))
 				require.NoError(t, l.Reset(ctx, "k"))
 				n, err := raw.Exists(ctx, wKey, lKey).Result()

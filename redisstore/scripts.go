@@ -234,17 +234,15 @@ return {now, cur or ''}
 // TIME), algorithm, scale, stagger offset, count. FixedWindow and
 // StaggeredWindow set the count of the current window (opening it if
 // needed); PerKeyWindow restarts the window at now. It returns the count.
+// The stored value is read with load, as by every other writing script: a
+// value this store did not write fails the call with RATEDB_BADVALUE and
+// stays as it is, whatever the algorithm.
 var setScript = newScript(prelude + `
 local now = clock(ARGV[1])
 local alg, scale, off, count = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local st = load(KEYS[1], 1)
 local e
-if alg ~= 2 then
-  local cur = redis.call('GET', KEYS[1])
-  if cur then
-    local st = decode(cur)
-    if st[2] and st[2] > now then e = math.min(st[2], now + scale) end
-  end
-end
+if alg ~= 2 and st[2] and st[2] > now then e = math.min(st[2], now + scale) end
 if not e then e = nextEnd(alg, now, scale, off) end
 local slack = 0
 if ARGV[1] ~= '' then slack = scale end

@@ -102,7 +102,10 @@ func (w *Window) Inc(ctx context.Context, key string, increment int64) (int64, e
 
 // Set sets key's count (0 to MaxCount) and returns it. For FixedWindow and
 // StaggeredWindow it sets the count of the current window (opening it if
-// needed); for PerKeyWindow it restarts the key's window at now.
+// needed); for PerKeyWindow it restarts the key's window at now. Like every
+// call but Reset, it fails with an error matching ratedb.ErrUnavailable on a
+// counter key holding a value ratedb did not write (one that Get and Hit
+// refuse), and leaves that value as it is; Reset deletes it.
 func (w *Window) Set(ctx context.Context, key string, count int64) (int64, error) {
 	if err := limits.CheckCall(ctx, key); err != nil {
 		return 0, err
