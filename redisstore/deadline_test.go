@@ -125,3 +125,46 @@ func TestDeadlineErrorKeepsCause(t *testing.T) {
 		}
 	}
 }
+
+// What Options.Timeout's doc says of the calls go-redis retries itself (Get,
+// ExpiresAt, State, and Hit and Inc with DedupWindow): on a stopped Redis, a
+// client that applies deadlines to its sockets has its read cut short by the
+// deadline; go-redis then retries, and its pause before the retry returns
+// the context's error alone. The call's error matches ErrUnavailable and
+// context.DeadlineExceeded but cannot wrap the read's timeout, unlike a Hit
+// without DedupWindow (TestDeadlineErrorKeepsCause). Should a go-redis
+// upgrade keep the cause, this test fails: update Options.Timeout's doc, the
+// package doc and the README.
+func TestDeadlineErrorOfACallGoRedisRetries(t *testing.T) {
+	srv := startServer(t)
+	const timeout = 100 * time.Millisecond
+	s, err := redisstore.New(srv.Client(t, &redis.Options{ContextTimeoutEnabled: true}), &redisstore.Options{Prefix: newPrefix(), Timeout: timeout, DedupWindow: time.Second})
+	require.NoError(t, err)
+	w, err := s.Window(ratedb.FixedWindow, time.Minute)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		call func(context.Context) error
+	}{
+		{"Get", func(c context.Context) error { _, err := w.Get(c, "k"); return err }},
+		{"State", func(c context.Context) error { _, _, err := w.State(c, "k"); return err }},
+		{"Hit with DedupWindow", func(c context.Context) error { _, err := w.Hit(c, "k", 1000, 1); return err }},
+	} {
+		for _, callerDeadline := range []bool{false, true} {
+			name := fmt.Sprintf("%s callerDeadline=%v", c.name, callerDeadline)
+			require.NoError(t, c.call(ctx), "%s: a connection in the pool, so that the read meets the deadline, not a dial", name)
+			cctx := ctx
+			var cancel context.CancelFunc = func() {}
+			if callerDeadline {
+				cctx, cancel = context.WithTimeout(ctx, timeout/2)
+			}
+			srv.Pause()
+			err := c.call(cctx)
+			srv.Resume()
+			cancel()
+			assert.ErrorIs(t, err, ratedb.ErrUnavailable, name)
+			assert.ErrorIs(t, err, context.DeadlineExceeded, name)
+			assert.NotErrorIs(t, err, os.ErrDeadlineExceeded, "%s: go-redis now returns the read's timeout after its retry pause: update the docs that say it is lost", name)
+		}
+	}
+}

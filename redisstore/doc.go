@@ -22,7 +22,10 @@
 // returns an error matching ratedb.ErrUnavailable: no decision was made.
 // One that ran out of time also matches context.DeadlineExceeded (or the
 // caller's ctx.Err()) and wraps the last Redis reply or network error it
-// met, if any (a BUSY Redis, a read that timed out).
+// met, if any (a BUSY Redis, a read that timed out), when go-redis returned
+// it: a deadline that passes during go-redis's own pause between retries,
+// or while it opens a connection, leaves the context's error alone (see
+// Options.Timeout for which calls keep what).
 // Whether to let the request through (fail open) or not is the caller's
 // choice; httplimit's Options.FailOpen is one. The store enforces the
 // timeout itself, whatever the client's options say.

@@ -86,7 +86,22 @@ type Options struct {
 	// also wraps what the call last met, when the Store knows it: a Redis
 	// reply saying the script did not run (BUSY, LOADING, TRYAGAIN: such
 	// calls are retried until then) or the network error of a read that
-	// the deadline cut short. The Store enforces it itself, even for a client
+	// the deadline cut short. The Store knows only the errors go-redis
+	// returns to it, and go-redis returns the context's error alone when
+	// the deadline passes while it opens a connection or during its own
+	// pause between two attempts of a command it retries (up to the
+	// client's MaxRetries). So the network error of a read cut short is
+	// kept only on a connection already open, of a client that honours
+	// deadlines (ContextTimeoutEnabled, below), in a call go-redis does not
+	// retry: Hit and Inc without DedupWindow, Set, Refund, Undo and Reset.
+	// Get, ExpiresAt and State, and Hit and Inc with DedupWindow, lose it
+	// (go-redis retries after it), as they lose a refused connection or a
+	// LOADING or TRYAGAIN reply that go-redis was still retrying. On a
+	// client that does not honour deadlines, and on a ClusterClient, the
+	// Store stops waiting for the call at the deadline (below) and knows
+	// only the replies it was itself retrying (BUSY always; the others once
+	// go-redis has stopped retrying them, or for calls it does not retry).
+	// The Store enforces Timeout itself, even for a client
 	// built without ContextTimeoutEnabled (which makes go-redis ignore
 	// context deadlines on socket reads): such calls run in a goroutine
 	// that the Store stops waiting for; the goroutine ends when go-redis's
