@@ -87,3 +87,17 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	assert.Equal(t, 1, s.stop(syscall.SIGINT))
 	assert.Contains(t, s.stderr.String(), "second signal")
 }
+
+// A request still in flight at --shutdown-timeout is cut off: that is
+// logged through the service's logger when it happens (as the gRPC side's
+// forced stop is, TestForcedGRPCStopIsLoggedAndImmediate), not only
+// reported by the error printed at exit, and the exit status is 1.
+func TestShutdownTimeoutCutOffIsLogged(t *testing.T) {
+	t.Parallel()
+	s := start(t, filepath.Join(t.TempDir(), "s.db"), "--shutdown-timeout", "200ms")
+	inflight(t, s) // never finished: in flight until the process exits
+	assert.Equal(t, 1, s.stop(syscall.SIGTERM))
+	out := s.stderr.String()
+	assert.Regexp(t, `level=WARN msg="shutdown: HTTP requests still in flight after --shutdown-timeout; cutting them off"`, out)
+	assert.Contains(t, out, "ratedb serve: shutdown: requests still in flight after --shutdown-timeout 200ms were cut off")
+}

@@ -161,6 +161,10 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	defer cancel()
 	var errs []error
 	if err := srv.Shutdown(ctx); errors.Is(err, context.DeadlineExceeded) {
+		// Logged when it happens, as the gRPC side's forced stop is: the
+		// error returned is printed (by main, as plain text) only after
+		// the final snapshot.
+		log.Warn("shutdown: HTTP requests still in flight after --shutdown-timeout; cutting them off")
 		errs = append(errs, fmt.Errorf("shutdown: requests still in flight after --shutdown-timeout %v were cut off: %w", c.ShutdownTimeout, err))
 	} else if err != nil {
 		errs = append(errs, fmt.Errorf("shutdown: %w", err))
