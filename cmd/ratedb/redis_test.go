@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -346,4 +347,49 @@ func TestRedisRestartNeedsNoServiceRestart(t *testing.T) {
 	assert.Equal(t, int64(100), d.Limit, "the default rule applies")
 	assert.Equal(t, int64(99), d.Remain, "the count starts again")
 	s.eventuallyReady(http.StatusOK, "Redis back empty")
+}
+
+// An evicting maxmemory-policy silently forgets counts under memory
+// pressure (callers then get more than their limit): the service reads the
+// policy at start and logs one warning, naming the policy and what to set,
+// when it is anything but noeviction (allkeys-* evicts any key, volatile-*
+// any key with a TTL, as every count's key has). Redis's default,
+// noeviction, gives no warning. A Redis that refuses CONFIG (managed
+// services rename or forbid it) starts all the same, with one line at info
+// level saying that the policy could not be checked.
+func TestRedisEvictingPolicyIsWarnedAtStart(t *testing.T) {
+	t.Parallel()
+	warning := regexp.MustCompile(`level=WARN msg="redis: its maxmemory-policy evicts keys, [^"]*set maxmemory-policy noeviction" maxmemory_policy=(\S+)`)
+	unchecked := regexp.MustCompile(`level=INFO msg="redis: maxmemory-policy could not be checked [^"]*" err="[^"]*unknown command 'config'`)
+	for _, tc := range []struct {
+		name      string
+		args      []string // the redis-server's
+		policy    string   // warned about; "": no warning
+		unchecked bool
+	}{
+		{"allkeys-lru", []string{"--maxmemory-policy", "allkeys-lru"}, "allkeys-lru", false},
+		{"volatile-ttl", []string{"--maxmemory-policy", "volatile-ttl"}, "volatile-ttl", false},
+		{"default noeviction", nil, "", false},
+		{"CONFIG renamed away", []string{"--rename-command", "CONFIG", ""}, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			addr, free := proctest.StartRedis(t)
+			free() // only its port is wanted
+			proctest.StartRedisAt(t, addr, t.TempDir(), append([]string{"--save", "", "--appendonly", "no"}, tc.args...)...)
+			// The check is bounded by --redis-timeout: a loaded machine
+			// may take longer than the default 100 ms for it.
+			s := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", "redis://"+addr+"/0", "--redis-timeout", "5s")
+			// Logged before the service listens, which start waited for.
+			out := s.stderr.String()
+			found := warning.FindAllStringSubmatch(out, -1)
+			if tc.policy == "" {
+				assert.Empty(t, found, "a warning for %s\n%s", tc.name, out)
+			} else if assert.Len(t, found, 1, "one warning\n%s", out) {
+				assert.Equal(t, tc.policy, found[0][1])
+			}
+			assert.Equal(t, tc.unchecked, unchecked.MatchString(out), "the could-not-check line\n%s", out)
+			assert.Equal(t, "Allow", s.check("c", "/r").Status, "the service works all the same")
+		})
+	}
 }

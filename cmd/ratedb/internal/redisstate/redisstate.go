@@ -10,7 +10,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ratedb/ratedb"
@@ -151,6 +153,59 @@ func CheckNotClusterNode(ctx context.Context, c redis.UniversalClient) error {
 		return ErrClusterNode
 	}
 	return nil
+}
+
+// NodePolicy is the maxmemory-policy of one Redis server.
+type NodePolicy struct {
+	Addr   string // the server's address, as the client dials it
+	Policy string // its maxmemory-policy, as CONFIG GET answers it
+}
+
+// EvictingNodes reads maxmemory-policy (CONFIG GET) from the server c
+// reaches or, for a Cluster client, from every node it knows (masters and
+// replicas, as the Cluster lists them), all within ctx. It returns the
+// nodes whose policy is anything but noeviction, ordered by address:
+// allkeys-* policies evict any key, volatile-* ones any key with a TTL,
+// and every key of a count has one, so Redis may forget a live count
+// under memory pressure. It reads the policy only, not maxmemory: one can
+// be set at runtime, and managed services always set it. The error is
+// non-nil when a node's policy could not be read (CONFIG refused, renamed
+// or not permitted, as managed services often make it; no answer within
+// ctx); the nodes read are returned all the same. It sends no key.
+func EvictingNodes(ctx context.Context, c redis.UniversalClient) ([]NodePolicy, error) {
+	var (
+		mu       sync.Mutex
+		evicting []NodePolicy
+		errs     []error
+	)
+	read := func(ctx context.Context, n *redis.Client) error {
+		addr := n.Options().Addr
+		v, err := n.ConfigGet(ctx, "maxmemory-policy").Result()
+		p := v["maxmemory-policy"]
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+		case p == "":
+			errs = append(errs, fmt.Errorf("%s: CONFIG GET maxmemory-policy answered no value", addr))
+		case !strings.EqualFold(p, "noeviction"):
+			evicting = append(evicting, NodePolicy{Addr: addr, Policy: p})
+		}
+		return nil // every node is read, whatever the others answer
+	}
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		if err := c.ForEachShard(ctx, read); err != nil {
+			errs = append(errs, err) // the Cluster's nodes are not known
+		}
+	case *redis.Client:
+		_ = read(ctx, c)
+	default:
+		errs = append(errs, fmt.Errorf("reading maxmemory-policy through a %T is not supported", c))
+	}
+	slices.SortFunc(evicting, func(a, b NodePolicy) int { return strings.Compare(a.Addr, b.Addr) })
+	return evicting, errors.Join(errs...)
 }
 
 // Store adapts a redisstore.Store to core.Store. It is safe for concurrent

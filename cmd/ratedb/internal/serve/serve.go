@@ -66,6 +66,9 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	if err != nil {
 		return errors.Join(err, closeDB())
 	}
+	if st.checkConfig != nil {
+		st.checkConfig()
+	}
 	if len(fileRules) > 0 {
 		if _, err := rm.Import(fileRules); err != nil {
 			return errors.Join(err, closeDB())

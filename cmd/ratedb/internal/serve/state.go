@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +34,11 @@ type state struct {
 	close       func() error
 	stopped     string        // logged after a graceful stop
 	reloadRules time.Duration // 0: rules change only through this process
+	// checkConfig, if not nil, logs what the store's configuration risks.
+	// Run calls it once the store has answered (the rules were read), so
+	// that a store that does not answer fails the start without waiting
+	// for it.
+	checkConfig func()
 }
 
 // openState opens the embedded file (--db) or connects to Redis (--redis).
@@ -116,5 +123,33 @@ func openRedis(c *Config, log *slog.Logger) (*state, error) {
 		close:       client.Close,
 		stopped:     "Redis client closed",
 		reloadRules: rulesReloadPeriod,
+		checkConfig: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), c.RedisTimeout)
+			defer cancel()
+			checkEviction(ctx, client, log)
+		},
 	}, nil
+}
+
+// checkEviction logs a warning if a Redis server of client may evict keys
+// (its maxmemory-policy is not noeviction), and a line at info level if a
+// policy could not be read within ctx; it never fails.
+func checkEviction(ctx context.Context, client redis.UniversalClient, log *slog.Logger) {
+	evicting, err := redisstate.EvictingNodes(ctx, client)
+	if len(evicting) > 0 {
+		var policies, nodes []string
+		for _, n := range evicting {
+			if !slices.Contains(policies, n.Policy) {
+				policies = append(policies, n.Policy)
+			}
+			nodes = append(nodes, n.Addr)
+		}
+		log.Warn("redis: its maxmemory-policy evicts keys, so counts can be lost under memory pressure (callers then get more than their limit), "+
+			"and the rules too with allkeys-*: set maxmemory-policy noeviction",
+			"maxmemory_policy", strings.Join(policies, ","), "nodes", strings.Join(nodes, ","))
+	}
+	if err != nil {
+		log.Info("redis: maxmemory-policy could not be checked (CONFIG GET refused or not answered within --redis-timeout); "+
+			"any policy but noeviction can lose counts under memory pressure", "err", err)
+	}
 }
