@@ -220,3 +220,62 @@ func TestDiskFullDuringCleanCountsAJanitorFailure(t *testing.T) {
 	require.Error(t, err, "the pass could not write the file")
 	assert.Equal(t, int64(1), db.Stats().JanitorFailures, "a failed Clean is a failed janitor pass")
 }
+
+// Stats.Cleaned counts each window the janitor removes once, even across a
+// pass that removed windows from memory and then failed to delete their
+// records from a full disk. Before the fix, that pass counted them as it
+// took them out of memory, and the next pass, deleting their records, counted
+// them again. Here the file holds k0..k9, of which k0..k4 are also in memory,
+// and memory alone holds n0..n2 (never written): 13 windows, all ended.
+func TestCleanedCountsOnceAcrossAFailedPass(t *testing.T) {
+	c := &mClock{}
+	c.set(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	opts := &ratedb.Options{Clock: c.Now, SnapshotPeriod: -1, CleanPeriod: -1, Logger: quietLogger()}
+	db := openDB(t, path, opts)
+	w, err := db.Window(ratedb.FixedWindow, time.Second)
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := w.Hit(ctx, fmt.Sprint("k", i), 5, 1)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+
+	db = openDB(t, path, opts)
+	w, err = db.Window(ratedb.FixedWindow, time.Second)
+	require.NoError(t, err)
+	for i := range 5 {
+		_, err := w.Hit(ctx, fmt.Sprint("k", i), 5, 1)
+		require.NoError(t, err)
+	}
+	for i := range 3 {
+		_, err := w.Hit(ctx, fmt.Sprint("n", i), 5, 1)
+		require.NoError(t, err)
+	}
+	st := db.Stats()
+	require.Equal(t, int64(8), st.WindowsInMemory)
+	require.Equal(t, int64(10), st.WindowsOnDisk)
+	// A pass with nothing to remove waits for the audit after Open, which
+	// reads the file through the descriptor diskFull replaces.
+	removed, err := db.Clean()
+	require.NoError(t, err)
+	require.Zero(t, removed)
+	c.set(c.get() + 2000) // every window has ended
+
+	restore := diskFull(t, path)
+	removed, err = db.Clean()
+	restore(true)
+	require.Error(t, err, "the pass could not write the file")
+	st = db.Stats()
+	require.Zero(t, st.WindowsInMemory, "the pass removed every window from memory")
+	require.Equal(t, int64(10), st.WindowsOnDisk, "and none from the file")
+	assert.Equal(t, 3, removed, "only n0..n2 are gone: k0..k4 are still in the file")
+	assert.Equal(t, int64(3), st.Cleaned)
+
+	removed, err = db.Clean()
+	require.NoError(t, err)
+	st = db.Stats()
+	require.Zero(t, st.WindowsOnDisk)
+	assert.Equal(t, 10, removed)
+	assert.Equal(t, int64(13), st.Cleaned, "13 windows were removed, each counted once")
+}

@@ -139,9 +139,10 @@ func (db *DB) expiryAt(end, now int64) int64 {
 
 // Clean runs one janitor pass now and returns the number of expired windows
 // it removed from memory and from the file (a window held in both counts
-// once). The background janitor runs the same pass every
-// Options.CleanPeriod. A pass that fails counts in Stats.JanitorFailures,
-// whichever ran it.
+// once; one it took out of memory but failed to delete from the file is
+// counted by the pass that deletes it, see Stats.Cleaned). The background
+// janitor runs the same pass every Options.CleanPeriod. A pass that fails
+// counts in Stats.JanitorFailures, whichever ran it.
 func (db *DB) Clean() (removed int, err error) {
 	if !db.enter(0) {
 		return 0, ErrClosed
@@ -225,7 +226,9 @@ func (db *DB) clean() (int, error) {
 // cutoff, unless memory holds a live entry for them (the next snapshot
 // rewrites those), reading only the blocks whose earliest expiry is at or
 // before cutoff. It returns how many it deleted that are not in skip
-// (windows already counted as removed from memory) and not in memory.
+// (windows already counted as removed from memory) and not in memory. If a
+// transaction fails, it also subtracts the windows of skip that the file
+// still holds (see leftInFile): the pass that deletes them counts them.
 func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 	db.snapMu.Lock()
 	defer db.snapMu.Unlock()
@@ -316,7 +319,7 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 		})
 		sl.release() // the transaction has ended
 		if err != nil {
-			return removed, err
+			return removed - db.leftInFile(cutoff, skip), err
 		}
 		db.blocks.apply(w.edits)
 		db.stats.diskWindows.Add(w.delta)
@@ -325,6 +328,51 @@ func (db *DB) cleanFile(cutoff int64, skip map[string]struct{}) (int, error) {
 		due = due[used:]
 	}
 	return removed, nil
+}
+
+// leftInFile returns how many windows of skip (removed from memory by a
+// pass, and counted by it) a failed pass left in the file for a later pass
+// to delete and count: those whose record in the file, in a sound block,
+// has ended by cutoff, and whose key has no live entry in memory. Any other
+// is counted by no later pass: a damaged block's windows are lost, and a
+// record that is live, or whose key's entry is, is rewritten by a snapshot.
+// snapMu held. If the file cannot be read, it returns 0: those windows
+// count now, and again when a later pass deletes their records.
+func (db *DB) leftInFile(cutoff int64, skip map[string]struct{}) int {
+	if len(skip) == 0 || db.treeDamaged.Load() {
+		return 0
+	}
+	var expired [][]byte
+	err := db.view(func(tx *bolt.Tx) error {
+		bb := tx.Bucket(layout.BucketBlocks)
+		if bb == nil {
+			return errMissingBucket
+		}
+		c := bb.Cursor()
+		var buf [record.MaxTiers]counter
+		for k := range skip {
+			kb := []byte(k)
+			bk, v := layout.SeekBlock(c, layout.Hash(db.secret, kb))
+			if v == nil {
+				continue
+			}
+			cs, found, err := record.FindInBlock(buf[:0], bk, v, kb)
+			if err == nil && found && record.MaxEnd(cs) <= cutoff {
+				expired = append(expired, kb)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0
+	}
+	left := 0
+	for _, k := range expired {
+		if _, live := db.inMemory(k, cutoff); !live {
+			left++
+		}
+	}
+	return left
 }
 
 // keepLive appends to keep the windows of ws the janitor keeps: those with

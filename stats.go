@@ -39,9 +39,13 @@ type Stats struct {
 	// back from the file on use.
 	Spilled  int64
 	Reloaded int64
-	// Cleaned counts windows the janitor removed, each once; except that
-	// a window removed from memory by a pass whose file part then failed
-	// (a full disk) is counted again by the pass that deletes its record.
+	// Cleaned counts windows the janitor removed, each once. A window a
+	// pass took out of memory but whose record it then failed to delete
+	// from the file (a full disk) is counted by the pass that deletes the
+	// record instead; not at all if, before that, a hit brings it back
+	// from the file and replaces it with a new window (as an ended window
+	// a hit replaces in memory is not counted); and twice only if the
+	// failed pass could not even read the file to tell.
 	Cleaned int64
 	// CorruptSkipped counts reads of a block of windows that failed
 	// validation and was ignored (by a look-up, a snapshot or the janitor,
