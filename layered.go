@@ -34,8 +34,9 @@ type Tier struct {
 // A Layered is safe for concurrent use.
 type Layered struct {
 	*spec
-	tiers []Tier
-	pos   []int // pos[i] is the spec's tier (scales sorted) that holds tier i as given
+	tiers    []Tier
+	pos      []int // pos[i] is the spec's tier (scales sorted) that holds tier i as given
+	minLimit int64 // the least Limit of tiers: a hit of a larger increment is denied whatever the key's state
 }
 
 // Layered returns a limiter over the given tiers: at least one and at most
@@ -55,7 +56,11 @@ func (db *DB) Layered(alg Algorithm, tiers ...Tier) (*Layered, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Layered{spec: s, tiers: append([]Tier(nil), tiers...), pos: pos}, nil
+	l := &Layered{spec: s, tiers: append([]Tier(nil), tiers...), pos: pos, minLimit: tiers[0].Limit}
+	for _, t := range tiers {
+		l.minLimit = min(l.minLimit, t.Limit)
+	}
+	return l, nil
 }
 
 // Tiers returns a copy of the tiers, in the order given.
@@ -70,7 +75,8 @@ func (l *Layered) Algorithm() Algorithm { return l.alg }
 // Scale are those of Result.Tier, the tier that bound the decision: on a
 // denial, the denying tier that frees up last (RetryAfter is the time until
 // every denying tier has started a new window); when allowed, the tier with
-// the least room left.
+// the least room left. A hit whose increment exceeds a tier's limit, on a
+// key with no open window in any tier, does not bring the key into memory.
 func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result, error) {
 	if err := checkCall(ctx, key); err != nil {
 		return Result{}, err
@@ -82,6 +88,17 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result,
 	h := l.hash(key)
 	if !db.enter(h) {
 		return Result{}, ErrClosed
+	}
+	if increment > l.minLimit {
+		r, ok, err := l.deniedOutright(key, h, increment)
+		if err != nil {
+			db.exit(h)
+			return Result{}, err
+		}
+		if ok {
+			db.exitHit(h, false)
+			return r, nil
+		}
 	}
 	e, now, cold, err := l.acquire(key, h)
 	if err != nil {
@@ -112,6 +129,31 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result,
 		trs[i].Remaining = max(0, trs[i].Limit-trs[i].Count)
 	}
 	return LayeredResult(allowed, time.UnixMilli(now), trs), nil
+}
+
+// deniedOutright answers a Hit whose increment exceeds a tier's limit,
+// which is denied whatever key's state, if key has no open window in any
+// tier: from a read, as Hit would (every tier at count 0, with the window a
+// hit at now would open), without bringing key into memory (see
+// Window.deniedOutright). ok is false if key has an open window: Hit then
+// takes its usual path.
+func (l *Layered) deniedOutright(key string, h uint64, increment int64) (r Result, ok bool, err error) {
+	var buf [maxTiersInline]counter
+	cs, now, err := l.peek(key, h, buf[:0])
+	if err != nil {
+		return Result{}, false, err
+	}
+	for _, c := range cs {
+		if c.End > now {
+			return Result{}, false, nil
+		}
+	}
+	trs := make([]TierResult, len(l.tiers))
+	for i, t := range l.tiers {
+		_, end := l.current(&counter{}, l.pos[i], key, now)
+		trs[i] = TierResult{Scale: t.Scale, Limit: t.Limit, Remaining: t.Limit, ResetAt: time.UnixMilli(end), Fits: increment <= t.Limit}
+	}
+	return LayeredResult(false, time.UnixMilli(now), trs), true, nil
 }
 
 // LayeredResult builds the Result of a Layered hit from every tier's state

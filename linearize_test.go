@@ -248,6 +248,9 @@ func linHistory(t *testing.T, seed uint64, alg ratedb.Algorithm, nkeys int) bool
 					switch {
 					case r < 10:
 						in.op, in.limit, in.n = linHit, 2+crng.Int64N(6), 1+crng.Int64N(2)
+						if r == 0 {
+							in.limit = 0 // denied outright: answered from a read if the key has no window
+						}
 						var res ratedb.Result
 						res, err = w.Hit(ctx, in.key, in.limit, in.n)
 						out = linOut{allowed: res.Allowed, count: res.Count, end: res.ResetAt.UnixMilli()}

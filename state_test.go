@@ -129,3 +129,81 @@ func TestStateReadsOneWindow(t *testing.T) {
 	wg.Wait()
 	assert.GreaterOrEqual(t, reads.Load(), int64(1500/8), "reads while windows changed")
 }
+
+// A hit whose increment exceeds its limit is denied whatever the key's
+// state. On a key with no open window it now brings nothing into memory:
+// before, it left an empty entry there (counted in WindowsInMemory, holding
+// a place in the cache) until the janitor took it out, for every key a
+// deny-all rule (limit 0) refused. Its answer is unchanged: count 0 and the
+// window a hit at that instant opens; a PerKeyWindow key's window still
+// starts at its first allowed hit.
+func TestHitDeniedOutrightLeavesNoState(t *testing.T) {
+	for _, alg := range []ratedb.Algorithm{ratedb.FixedWindow, ratedb.PerKeyWindow, ratedb.StaggeredWindow} {
+		t.Run(alg.String(), func(t *testing.T) {
+			modes(t, func(t *testing.T, path string) {
+				c := newClock()
+				c.Advance(1234 * time.Millisecond)
+				db := openDB(t, path, testOptions(c))
+				w, err := db.Window(alg, time.Minute)
+				require.NoError(t, err)
+				l, err := db.Layered(alg, ratedb.Tier{Scale: time.Hour, Limit: 5}, ratedb.Tier{Scale: time.Minute, Limit: 2})
+				require.NoError(t, err)
+
+				var denied []ratedb.Result
+				for _, limit := range []int64{0, 2} {
+					for _, key := range []string{"k", "p"} {
+						r, err := w.Hit(ctx, key, limit, 3)
+						require.NoError(t, err)
+						assert.False(t, r.Allowed)
+						assert.Zero(t, r.Count)
+						assert.Equal(t, limit, r.Limit)
+						assert.Equal(t, limit, r.Remaining)
+						assert.Equal(t, r.ResetAt.Sub(c.Now()), r.RetryAfter)
+						denied = append(denied, r)
+					}
+				}
+				ld, err := l.Hit(ctx, "k", 3)
+				require.NoError(t, err)
+				assert.False(t, ld.Allowed)
+				assert.Equal(t, 1, ld.Tier, "the minute tier denies")
+				assert.Equal(t, []int64{0, 0}, []int64{ld.Tiers[0].Count, ld.Tiers[1].Count})
+				assert.Equal(t, []bool{true, false}, []bool{ld.Tiers[0].Fits, ld.Tiers[1].Fits})
+				st := db.Stats()
+				assert.Zero(t, st.WindowsInMemory, "a hit denied outright left state behind")
+				assert.Equal(t, int64(5), st.Denied)
+
+				// At the same instant, an allowed hit opens the windows the
+				// denials reported.
+				ra, err := w.Hit(ctx, "k", 5, 1)
+				require.NoError(t, err)
+				require.True(t, ra.Allowed)
+				assert.True(t, ra.ResetAt.Equal(denied[0].ResetAt))
+				assert.True(t, ra.ResetAt.Equal(denied[2].ResetAt))
+				la, err := l.Hit(ctx, "k", 1)
+				require.NoError(t, err)
+				require.True(t, la.Allowed)
+				for i := range la.Tiers {
+					assert.True(t, la.Tiers[i].ResetAt.Equal(ld.Tiers[i].ResetAt), "tier %d", i)
+				}
+				assert.Equal(t, int64(2), db.Stats().WindowsInMemory)
+
+				// On a key with an open window, the same hit is denied by
+				// the usual path, with the window's count.
+				rd, err := w.Hit(ctx, "k", 2, 3)
+				require.NoError(t, err)
+				assert.False(t, rd.Allowed)
+				assert.Equal(t, int64(1), rd.Count)
+				assert.True(t, rd.ResetAt.Equal(ra.ResetAt))
+
+				// p's denials opened no window: its first allowed hit does.
+				c.Advance(7 * time.Second)
+				rp, err := w.Hit(ctx, "p", 5, 1)
+				require.NoError(t, err)
+				require.True(t, rp.Allowed)
+				if alg == ratedb.PerKeyWindow {
+					assert.True(t, rp.ResetAt.Equal(c.Now().Add(time.Minute)), "the window starts at the first allowed hit")
+				}
+			})
+		})
+	}
+}

@@ -44,7 +44,9 @@ func (w *Window) Scale() time.Duration { return time.Duration(w.scales[0]) * tim
 
 // Hit counts increment against key if the key's current window has room for
 // it under limit (count+increment <= limit), and reports the decision. A
-// denied hit counts nothing and does not open a window. With N goroutines
+// denied hit counts nothing and does not open a window; one whose increment
+// exceeds limit, on a key with no open window, does not even bring the key
+// into memory. With N goroutines
 // hitting one key, exactly limit hits of increment 1 are allowed per window.
 //
 // limit must be >= 0 (0 denies every hit) and increment > 0.
@@ -62,6 +64,17 @@ func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (r
 	h := w.hash(key)
 	if !db.enter(h) {
 		return Result{}, ErrClosed
+	}
+	if increment > limit {
+		r, ok, err := w.deniedOutright(key, h, limit)
+		if err != nil {
+			db.exit(h)
+			return Result{}, err
+		}
+		if ok {
+			db.exitHit(h, false)
+			return r, nil
+		}
 	}
 	e, now, cold, err := w.acquire(key, h)
 	if err != nil {
@@ -94,6 +107,29 @@ func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (r
 		r.RetryAfter = time.Duration(end-now) * time.Millisecond
 	}
 	return r, nil
+}
+
+// deniedOutright answers a Hit whose increment exceeds its limit, which is
+// denied whatever key's state, if key has no open window: from a read, as
+// Hit would (count 0, the window a hit at now would open), without bringing
+// key into memory, where it would hold an empty entry, and a place in the
+// cache, until the janitor took it out. ok is false if key has an open
+// window: Hit then takes its usual path, which stores the clock model's cap
+// of that window.
+func (w *Window) deniedOutright(key string, h uint64, limit int64) (r Result, ok bool, err error) {
+	var buf [1]counter
+	cs, now, err := w.peek(key, h, buf[:0])
+	if err != nil || (len(cs) > 0 && cs[0].End > now) {
+		return Result{}, false, err
+	}
+	_, end := w.current(&counter{}, key, now)
+	return Result{
+		Limit:      limit,
+		Remaining:  limit,
+		ResetAt:    time.UnixMilli(end),
+		Scale:      w.Scale(),
+		RetryAfter: time.Duration(end-now) * time.Millisecond,
+	}, true, nil
 }
 
 // Inc adds increment (> 0) to key's count in its current window, opening a

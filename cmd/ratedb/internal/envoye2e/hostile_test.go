@@ -422,15 +422,15 @@ func TestHostileGRPCRequests(t *testing.T) {
 		assert.EqualValues(t, hostileLimit-n, resp.GetStatuses()[0].GetLimitRemaining(), "%.40q", key)
 	}
 
-	// Denied calls for values never counted write nothing to the file.
-	// (Deciding a single check, the DB looks the key up in its cache,
-	// which then holds an empty entry, counted in ratedb_windows_in_memory
-	// until it is evicted: a set of checks peeks first and holds none.)
+	// Denied calls for values never counted leave nothing in memory (a
+	// cost over the limit is denied from a read) and write nothing to the
+	// file.
 	for range 20 {
 		d := desc("user", g.fresh("u"))
 		d.HitsAddend = wrapperspb.UInt64(hostileLimit + 1 + rng.Uint64N(math.MaxInt64-hostileLimit-1))
 		require.Equal(t, over, call(t, c, "edge", 0, d).GetOverallCode())
 	}
+	assert.Equal(t, float64(len(expected)), windows(t, p), "windows in memory after the denied calls")
 	code, body := p.get(t, "/readyz") // a snapshot
 	require.Equal(t, 200, code, body)
 	assert.Equal(t, float64(len(expected)), scrape(t, p)["ratedb_windows_on_disk"], "windows in the file")
