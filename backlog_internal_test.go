@@ -56,3 +56,78 @@ func TestBacklogSnapshotFailure(t *testing.T) {
 		t.Fatalf("after the retry: backlog %d, %d on disk; want 1, 16", st.SnapshotBacklog, st.WindowsOnDisk)
 	}
 }
+
+// A changed window the janitor removes leaves the snapshot backlog at once:
+// the file need not get its change. Before, Stats.SnapshotBacklog (the
+// ratedb_snapshot_backlog gauge) went on counting it until the next
+// snapshot skipped it, and so reported changes waiting for the file when
+// none were, with snapshots disabled until Close. Nothing may be taken off
+// twice: the snapshot that meets such a window in its queue leaves the
+// backlog alone, also after a failed snapshot queued it again.
+func TestBacklogForgetsWindowsTheJanitorRemoves(t *testing.T) {
+	defer func() { testBatchHook = nil }()
+	now := time.UnixMilli(1_767_225_600_000)
+	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1}
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w, err := db.Window(FixedWindow, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	hit := func(prefix string, n int) {
+		t.Helper()
+		for i := range n {
+			if _, err := w.Hit(ctx, fmt.Sprint(prefix, i), 10, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(what string, backlog, inMemory, onDisk int64) {
+		t.Helper()
+		st := db.Stats()
+		if st.SnapshotBacklog != backlog || st.WindowsInMemory != inMemory || st.WindowsOnDisk != onDisk {
+			t.Fatalf("%s: backlog %d, %d in memory, %d on disk; want %d, %d, %d",
+				what, st.SnapshotBacklog, st.WindowsInMemory, st.WindowsOnDisk, backlog, inMemory, onDisk)
+		}
+	}
+	clean := func(want int) {
+		t.Helper()
+		now = now.Add(2 * time.Second) // every window has ended
+		if n, err := db.Clean(); err != nil || n != want {
+			t.Fatalf("Clean = %d, %v; want %d", n, err, want)
+		}
+	}
+
+	hit("k", 10)
+	check("after 10 new windows", 10, 10, 0)
+	clean(10)
+	check("after the janitor removed them", 0, 0, 0)
+	if err := db.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	check("after the snapshot that skipped them", 0, 0, 0)
+
+	hit("a", 5)
+	testBatchHook = func() error { return errors.New("injected") }
+	if err := db.Snapshot(); err == nil {
+		t.Fatal("the snapshot did not fail")
+	}
+	testBatchHook = nil
+	check("after a failed snapshot", 5, 5, 0)
+	clean(5)
+	check("after the janitor removed the windows it queued again", 0, 0, 0)
+	if err := db.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	check("after the next snapshot", 0, 0, 0)
+
+	hit("b", 3)
+	if err := db.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	check("after 3 windows written", 0, 3, 3)
+}

@@ -299,6 +299,13 @@ func (db *DB) removeLocked(sh *shard, h uint64, e *entry) (wasHot bool) {
 	sh.remove(h, e)
 	db.exp.remove(e)
 	db.memWindows.Add(-1)
+	if e.dirty {
+		// Only the janitor removes a changed window, one whose change the
+		// file need not get (see clean): it leaves the snapshot backlog
+		// now. The next snapshot skips it in its queue.
+		e.dirty = false
+		db.stats.backlog.Add(-1)
+	}
 	if e.hot.Load() {
 		// Not hot any more, so that fastStore may reuse its slot: a slot
 		// left to a removed hot entry would shadow the key's next entry

@@ -191,9 +191,9 @@ func (db *DB) snapshotLocked() (int64, error) {
 		}
 	}
 	// The queued entries are now either records of this snapshot (still
-	// in the backlog until their batch commits) or skipped.
+	// in the backlog until their batch commits) or entries that left
+	// memory, and the backlog, since they were queued (removeLocked).
 	recs := set.changes
-	db.stats.backlog.Add(int64(len(recs) - n))
 	if len(recs) == 0 {
 		db.stats.lastSnapErr.Store(nil)
 		return 0, nil

@@ -61,8 +61,9 @@ type Stats struct {
 	JanitorFailures int64
 	// SnapshotBacklog is the number of window changes not yet written to
 	// the file: windows changed since the last snapshot took them, plus
-	// those a snapshot is writing and has not committed yet. 0 in
-	// memory-only mode.
+	// those a snapshot is writing and has not committed yet. A changed
+	// window the janitor removes (it has expired: the file need not get
+	// its change) leaves it at once. 0 in memory-only mode.
 	SnapshotBacklog int64
 	// BacklogWaits counts calls that found memory holding MaxHotKeys +
 	// MaxSnapshotBacklog windows and waited for a snapshot to write some
