@@ -63,7 +63,9 @@ type Stats struct {
 	// the file: windows changed since the last snapshot took them, plus
 	// those a snapshot is writing and has not committed yet. A changed
 	// window the janitor removes (it has expired: the file need not get
-	// its change) leaves it at once. 0 in memory-only mode.
+	// its change) leaves it at once. Hot windows' changes count too, so it
+	// can exceed Options.MaxSnapshotBacklog, which bounds the windows in
+	// memory beyond MaxHotKeys. 0 in memory-only mode.
 	SnapshotBacklog int64
 	// BacklogWaits counts calls that found memory holding MaxHotKeys +
 	// MaxSnapshotBacklog windows and waited for a snapshot to write some

@@ -48,7 +48,7 @@ var metrics = []metric{
 		func(s *ratedb.Stats) float64 { return float64(s.LastSnapshotWindows) }},
 	{"ratedb_snapshot_bytes", "Bytes of blocks (keys and values) the last completed snapshot wrote to the state file.", prometheus.GaugeValue,
 		func(s *ratedb.Stats) float64 { return float64(s.LastSnapshotBytes) }},
-	{"ratedb_snapshot_backlog", "Window changes not yet written to the state file (bounded by Options.MaxSnapshotBacklog).", prometheus.GaugeValue,
+	{"ratedb_snapshot_backlog", "Window changes not yet written to the state file, hot windows' included (it can exceed Options.MaxSnapshotBacklog, which bounds the windows in memory beyond MaxHotKeys).", prometheus.GaugeValue,
 		func(s *ratedb.Stats) float64 { return float64(s.SnapshotBacklog) }},
 	{"ratedb_backlog_waits_total", "Calls that waited for a snapshot because memory held MaxHotKeys + MaxSnapshotBacklog windows.", prometheus.CounterValue,
 		func(s *ratedb.Stats) float64 { return float64(s.BacklogWaits) }},

@@ -45,7 +45,7 @@ ratedb_windows_on_disk 1
 # HELP ratedb_snapshots_total Snapshots that committed changes to the state file.
 # TYPE ratedb_snapshots_total counter
 ratedb_snapshots_total 1
-# HELP ratedb_snapshot_backlog Window changes not yet written to the state file (bounded by Options.MaxSnapshotBacklog).
+# HELP ratedb_snapshot_backlog Window changes not yet written to the state file, hot windows' included (it can exceed Options.MaxSnapshotBacklog, which bounds the windows in memory beyond MaxHotKeys).
 # TYPE ratedb_snapshot_backlog gauge
 ratedb_snapshot_backlog 0
 `), "ratedb_hits_allowed_total", "ratedb_hits_denied_total", "ratedb_windows_on_disk", "ratedb_snapshots_total", "ratedb_snapshot_backlog"))
