@@ -1,0 +1,63 @@
+package ratedb
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The last tests for gaps that mutation testing of the file safety code
+// (Open's validation and the migration from ratedb/1) found: each fails
+// with the deliberate bug it names.
+
+// overflowPastTheEnd writes a sound file of a few hundred windows at path,
+// then sets the overflow count of the page that pick chooses from its meta
+// page (the root or the freelist) so that its last overflow page is the
+// page count: one page past the file's last page. It returns the meta page.
+func overflowPastTheEnd(t *testing.T, path string, pick func(bmeta) uint64) bmeta {
+	t.Helper()
+	fillFile(t, path, time.UnixMilli(1_767_225_600_000), 300)
+	m, _, err := validateFile(path)
+	require.NoError(t, err)
+	id := pick(m)
+	require.Less(t, id, m.pgid)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	var hdr [4]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(m.pgid-id))
+	_, err = f.WriteAt(hdr[:], int64(id)*int64(m.pageSize)+12)
+	require.NoError(t, err)
+	return m
+}
+
+// openRefused requires Open to refuse the file at path with ErrCorrupt.
+func openRefused(t *testing.T, path, what string) {
+	t.Helper()
+	db, err := Open(path, &Options{SnapshotPeriod: -1, CleanPeriod: -1})
+	if err == nil {
+		db.Close()
+	}
+	require.ErrorIs(t, err, ErrCorrupt, "Open of a file whose %s", what)
+}
+
+// TestGapOpenRefusesRootOverflowPastTheFile: the root page's overflow
+// pages must lie within the page count (bbolt frees them all when it
+// rewrites the root, at the next commit): a root page whose last overflow
+// page is the page count itself is refused by Open with ErrCorrupt.
+// (Mutant: validateFile no longer checked m.root+overflow against m.pgid,
+// or checked it with > instead of >=; the file then opened, and only the
+// audit after Open found the damage.)
+func TestGapOpenRefusesRootOverflowPastTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rate.db")
+	overflowPastTheEnd(t, path, func(m bmeta) uint64 { return m.root })
+	_, _, err := validateFile(path)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), "bad root page")
+	openRefused(t, path, "root page runs past its last page")
+}
