@@ -61,3 +61,27 @@ func TestGapOpenRefusesRootOverflowPastTheFile(t *testing.T) {
 	assert.Contains(t, err.Error(), "bad root page")
 	openRefused(t, path, "root page runs past its last page")
 }
+
+// TestGapOpenRefusesFreelistOverflowPastTheFile: the same bound on the
+// freelist page's overflow pages. The file is longer than its page count
+// (as a file bbolt grew ahead of its pages is), so that the freelist's
+// ids, read over the claimed span, are all there and sound: only the bound
+// refuses it. (Mutant: validateFile no longer checked
+// m.freelist+overflow against m.pgid, or checked it with > instead of >=.)
+func TestGapOpenRefusesFreelistOverflowPastTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rate.db")
+	m := overflowPastTheEnd(t, path, func(m bmeta) uint64 {
+		require.NotEqual(t, ^uint64(0), m.freelist, "ratedb writes a freelist")
+		return m.freelist
+	})
+	ps := int64(m.pageSize)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	if need := (int64(m.pgid) + 1) * ps; fi.Size() < need {
+		require.NoError(t, os.Truncate(path, need))
+	}
+	_, _, err = validateFile(path)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), "bad freelist page")
+	openRefused(t, path, "freelist page runs past its last page")
+}
