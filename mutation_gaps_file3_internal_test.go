@@ -4,11 +4,14 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
 )
 
 // The last tests for gaps that mutation testing of the file safety code
@@ -84,4 +87,55 @@ func TestGapOpenRefusesFreelistOverflowPastTheFile(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupt)
 	assert.Contains(t, err.Error(), "bad freelist page")
 	openRefused(t, path, "freelist page runs past its last page")
+}
+
+// metaKeys returns the keys of the meta bucket of the closed file at path.
+func metaKeys(t *testing.T, path string) []string {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	require.NoError(t, err)
+	defer bdb.Close()
+	var keys []string
+	require.NoError(t, bdb.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(layout.BucketMeta).ForEach(func(k, _ []byte) error {
+			keys = append(keys, string(k))
+			return nil
+		})
+	}))
+	slices.Sort(keys)
+	return keys
+}
+
+// TestGapMigrationDropsTheLegacyMetaKeys: migrating a ratedb/1 file leaves
+// its meta bucket holding the keys of ratedb/2 only: the format, the
+// secret and the window count. The ratedb/1 window count ("windows") and
+// expiry high-water mark ("hwm") mean nothing in the new format: left
+// behind, they would describe windows the file no longer holds. (Mutant:
+// the migration no longer deleted layout.LegacyKeyHWM.)
+func TestGapMigrationDropsTheLegacyMetaKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		path func(t *testing.T) string
+	}{
+		{"fixture", copyFixture},
+		{"written here", func(t *testing.T) string {
+			path := filepath.Join(t.TempDir(), "rate.db")
+			end := fixtureBase.Add(time.Hour).UnixMilli()
+			writeFormat1(t, path, map[string][]counter{
+				string(specPrefix(FixedWindow, []int64{3_600_000}, false)) + "a": {{Count: 3, End: end}},
+			}, nil)
+			return path
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.path(t)
+			before := metaKeys(t, path)
+			require.Contains(t, before, string(layout.LegacyKeyHWM), "the ratedb/1 file has a high-water mark")
+			require.Contains(t, before, string(layout.LegacyKeyWindows), "the ratedb/1 file has a window count")
+			db, err := Open(path, &Options{Clock: func() time.Time { return fixtureBase }, SnapshotPeriod: -1, CleanPeriod: -1})
+			require.NoError(t, err)
+			require.NoError(t, db.Close())
+			assert.Equal(t, []string{string(layout.KeyCount), string(layout.KeyFormat), string(layout.KeySecret)}, metaKeys(t, path))
+		})
+	}
 }
