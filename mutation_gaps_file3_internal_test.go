@@ -1,6 +1,7 @@
 package ratedb
 
 import (
+	"context"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratedb/ratedb/internal/layout"
+	"github.com/ratedb/ratedb/internal/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
@@ -138,4 +140,47 @@ func TestGapMigrationDropsTheLegacyMetaKeys(t *testing.T) {
 			assert.Equal(t, []string{string(layout.KeyCount), string(layout.KeyFormat), string(layout.KeySecret)}, metaKeys(t, path))
 		})
 	}
+}
+
+// TestGapMigrationSortsALegacyKeyWithAnEmptyUserKey: a legacy Layered
+// record whose key is its unsorted spec prefix alone (an empty user key,
+// which only a crafted or damaged file holds) is moved to the sorted
+// prefix like any other, counters reordered; the key "a" beside it too.
+// (Mutant: legacyOrder's len(k) <= 2+8*n took a key with nothing after
+// its scales for one too short to be Layered, and left the record under
+// the unsorted prefix, where no limiter reads it.)
+func TestGapMigrationSortsALegacyKeyWithAnEmptyUserKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rate.db")
+	old := specPrefix(FixedWindow, []int64{3_600_000, 60_000}, true)
+	sorted := specPrefix(FixedWindow, []int64{60_000, 3_600_000}, true)
+	ms := fixtureBase.UnixMilli()
+	hour, minute := counter{Count: 7, End: ms + 3_600_000}, counter{Count: 2, End: ms + 60_000}
+	writeFormat1(t, path, map[string][]counter{
+		string(old):       {hour, minute},
+		string(old) + "a": {hour, minute},
+	}, nil)
+	db, err := Open(path, &Options{Clock: func() time.Time { return fixtureBase }, SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), db.Stats().WindowsOnDisk)
+	assert.Zero(t, db.Stats().CorruptSkipped)
+	l, err := db.Layered(FixedWindow, Tier{Scale: time.Hour, Limit: 10}, Tier{Scale: time.Minute, Limit: 5})
+	require.NoError(t, err)
+	got, err := l.Get(context.Background(), "a")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{7, 2}, got)
+	require.NoError(t, db.Verify())
+	require.NoError(t, db.Close())
+
+	windows := map[string][]counter{}
+	require.NoError(t, layout.Read(path, time.Second, layout.Visitor{
+		Window: func(k []byte, cs []record.Counter) error {
+			windows[string(k)] = slices.Clone(cs)
+			return nil
+		},
+		Damaged: func(err error) error { return err },
+	}))
+	assert.Equal(t, map[string][]counter{
+		string(sorted):       {minute, hour},
+		string(sorted) + "a": {minute, hour},
+	}, windows)
 }
