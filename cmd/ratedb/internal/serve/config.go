@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -82,11 +83,26 @@ func (c *Config) validate() error {
 	if c.ShutdownTimeout <= 0 {
 		p = append(p, "--shutdown-timeout must be positive")
 	}
+	if sameListenAddr(c.HTTP, c.Envoy.GRPC) {
+		p = append(p, fmt.Sprintf("--http and --grpc are both %s: give each its own port", c.HTTP))
+	}
 	p = c.Envoy.validate(p, c.Given)
 	if len(p) > 0 {
 		return fmt.Errorf("invalid flags: %s", joinSemi(p))
 	}
 	return nil
+}
+
+// sameListenAddr reports whether the listen addresses a and b are the same
+// string naming a fixed port: two listeners cannot share it. Port 0 (a free
+// port for each) or different strings for one port (":8080" and
+// "127.0.0.1:8080") are left to the bind, which refuses the second.
+func sameListenAddr(a, b string) bool {
+	if a == "" || a != b {
+		return false
+	}
+	_, port, err := net.SplitHostPort(a)
+	return err == nil && port != "0"
 }
 
 func joinSemi(p []string) string {

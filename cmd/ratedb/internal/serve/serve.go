@@ -90,19 +90,23 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 
 	m := metrics.New(st.collectors...)
 	cr := core.New(st.store, core.Options{Observer: m, FailOpen: c.FailOpen})
+	// The HTTP port is bound before the gRPC server starts: an --http that
+	// cannot be bound (taken by another process, or by --grpc's own
+	// listener) ends the start before anything has served or been logged
+	// as listening.
+	ln, err := net.Listen("tcp", c.HTTP)
+	if err != nil {
+		return errors.Join(fmt.Errorf("--http: %w", err), closeDB())
+	}
 	envoy, err := startEnvoy(c.Envoy, cr, m, log)
 	if err != nil {
+		_ = ln.Close() // never served: nothing to report
 		return errors.Join(err, closeDB())
 	}
 	h := httpapi.New(httpapi.Options{
 		Core: cr, Rules: rm, Keys: k, Metrics: m.Handler(), DenyStatus: c.DenyStatus,
 		LogKeys: c.LogKeys, Logger: log, Ready: st.ready, EnvoyRules: envoy.Rules,
 	})
-	ln, err := net.Listen("tcp", c.HTTP)
-	if err != nil {
-		envoy.stop(context.Background())
-		return errors.Join(fmt.Errorf("--http: %w", err), closeDB())
-	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
