@@ -2,9 +2,12 @@ package main_test
 
 import (
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,4 +44,44 @@ func TestListenAddressConflictsRefusedBeforeServing(t *testing.T) {
 	// Port 0 is a free port for each: the same string is no conflict.
 	s := start(t, filepath.Join(t.TempDir(), "s.db"), "--grpc", "127.0.0.1:0")
 	assert.Equal(t, 0, s.stop(syscall.SIGTERM))
+}
+
+// An empty --http is refused: net.Listen takes "" as ":0", and the service
+// listened on every interface, on a random port (an unset variable in a
+// unit file's "--http $ADDR" does that).
+func TestEmptyAddressFlagsRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"http", []string{"--http", "", "--db", "s.db"}, "--http is empty: give the address to listen on"},
+		{"http with equals", []string{"--http=", "--db", "s.db"}, "--http is empty: give the address to listen on"},
+		{"db", []string{"--http", "127.0.0.1:0", "--db", ""}, "--db is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(binary(t), append([]string{"serve"}, tc.args...)...)
+			cmd.Dir = t.TempDir()
+			cmd.Env = append(os.Environ(), "RATEDB_API_KEYS="+clientKey)
+			done := make(chan struct{})
+			var out []byte
+			var err error
+			go func() { out, err = cmd.CombinedOutput(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second): // a refusal takes milliseconds
+				_ = cmd.Process.Kill()
+				<-done
+				t.Fatalf("ratedb serve %q started instead of refusing:\n%s", tc.args, out)
+			}
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "%s", out)
+			assert.Equal(t, 1, ee.ExitCode(), "%s", out)
+			assert.Contains(t, string(out), tc.want)
+			assert.NotContains(t, string(out), "listening")
+			_, statErr := os.Stat(filepath.Join(cmd.Dir, "s.db"))
+			assert.True(t, os.IsNotExist(statErr), "no state file created")
+		})
+	}
 }

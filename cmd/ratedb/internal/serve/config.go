@@ -65,6 +65,10 @@ func (c *Config) validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		p = append(p, err.Error())
 	}
+	if c.HTTP == "" {
+		// net.Listen would take it as ":0": every interface, a random port.
+		p = append(p, "--http is empty: give the address to listen on, such as 127.0.0.1:8080")
+	}
 	if c.DB == "" && c.Redis == "" {
 		p = append(p, "--db is empty")
 	}
