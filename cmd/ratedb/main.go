@@ -183,10 +183,10 @@ func runServe(args []string, stderr io.Writer) error {
 	fs.BoolVar(&c.Envoy.ShadowMode, "envoy-shadow-mode", false, "answer every Envoy request OK overall, whatever its limits decide (statuses and counting unchanged), as envoyproxy/ratelimit's SHADOW_MODE=true")
 	fs.BoolVar(&c.Envoy.QuotaMode, "envoy-quota-mode", false, "treat every Envoy limit as quota_mode, as envoyproxy/ratelimit's QUOTA_MODE=true")
 	fs.BoolVar(&c.Envoy.Independent, "envoy-independent", false, "count each descriptor of a request on its own, as envoyproxy/ratelimit does (default: all-or-nothing)")
-	fs.StringVar(&c.Envoy.TLSCert, "grpc-tls-cert", "", "TLS certificate `PATH` (PEM) of the gRPC server")
-	fs.StringVar(&c.Envoy.TLSKey, "grpc-tls-key", "", "TLS private key `PATH` (PEM) of the gRPC server")
+	fs.StringVar(&c.Envoy.TLSCert, "grpc-tls-cert", "", "TLS certificate `PATH` (PEM) of the gRPC server; with --grpc-tls-key")
+	fs.StringVar(&c.Envoy.TLSKey, "grpc-tls-key", "", "TLS private key `PATH` (PEM) of the gRPC server; with --grpc-tls-cert")
 	fs.UintVar(&c.Envoy.MaxStreams, "grpc-max-concurrent-streams", grpcapi.DefaultMaxConcurrentStreams, "most gRPC calls (health Watch streams included) one client connection may have open at once, advertised to the client; calls past it wait for a free stream (Envoy opens another connection). As envoyproxy/ratelimit's GRPC_MAX_CONCURRENT_STREAMS, but bounded by default")
-	fs.StringVar(&c.Envoy.TLSClientCA, "grpc-client-ca", "", "CA `PATH` (PEM): require gRPC clients to present a certificate it signed (mTLS)")
+	fs.StringVar(&c.Envoy.TLSClientCA, "grpc-client-ca", "", "CA `PATH` (PEM): require gRPC clients to present a certificate it signed (mTLS; needs --grpc-tls-cert and --grpc-tls-key)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: ratedb serve [flags]\n\nflags:\n")
 		fs.PrintDefaults()

@@ -1,6 +1,13 @@
 package main_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -84,4 +91,68 @@ func TestEmptyAddressFlagsRefused(t *testing.T) {
 			assert.True(t, os.IsNotExist(statErr), "no state file created")
 		})
 	}
+}
+
+// writeSelfSigned writes a self-signed certificate and its key, PEM, into
+// dir as cert.pem and key.pem.
+func writeSelfSigned(t *testing.T, dir string) (cert, key string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	require.NoError(t, err)
+	kb, err := x509.MarshalECPrivateKey(k)
+	require.NoError(t, err)
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
+	return cert, key
+}
+
+// The gRPC TLS flags are checked before the state is opened: a certificate
+// without its key, a client CA without a server certificate, and a file
+// that cannot be used end the start with a message naming the flag, and
+// no state file is created.
+func TestGRPCTLSFlagsRefusedByName(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cert, key := writeSelfSigned(t, dir)
+	missing := filepath.Join(dir, "missing.pem")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"cert without key", []string{"--grpc-tls-cert", cert}, []string{"--grpc-tls-cert and --grpc-tls-key must be given together"}},
+		{"key without cert", []string{"--grpc-tls-key", key}, []string{"--grpc-tls-cert and --grpc-tls-key must be given together"}},
+		{"client CA without TLS", []string{"--grpc-client-ca", cert}, []string{"--grpc-client-ca needs --grpc-tls-cert and --grpc-tls-key"}},
+		{"missing cert", []string{"--grpc-tls-cert", missing, "--grpc-tls-key", key}, []string{"--grpc-tls-cert, --grpc-tls-key: ", missing, "no such file"}},
+		{"missing key", []string{"--grpc-tls-cert", cert, "--grpc-tls-key", missing}, []string{"--grpc-tls-cert, --grpc-tls-key: ", missing, "no such file"}},
+		{"cert and key swapped", []string{"--grpc-tls-cert", key, "--grpc-tls-key", cert}, []string{"--grpc-tls-cert, --grpc-tls-key: "}},
+		{"missing client CA", []string{"--grpc-tls-cert", cert, "--grpc-tls-key", key, "--grpc-client-ca", missing}, []string{"--grpc-client-ca: ", missing, "no such file"}},
+		{"client CA without a certificate", []string{"--grpc-tls-cert", cert, "--grpc-tls-key", key, "--grpc-client-ca", key}, []string{"--grpc-client-ca: ", "no certificate in " + key}},
+		{"client CA a directory", []string{"--grpc-tls-cert", cert, "--grpc-tls-key", key, "--grpc-client-ca", dir}, []string{"--grpc-client-ca: ", "is a directory"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "s.db")
+			_, stderr, code := runTool(t, append([]string{"serve", "--db", db, "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"}, tc.args...)...)
+			assert.Equal(t, 1, code, stderr)
+			for _, w := range tc.want {
+				assert.Contains(t, stderr, w)
+			}
+			assert.NotContains(t, stderr, "listening")
+			assert.NotContains(t, stderr, "BEGIN", "no PEM echoed")
+			_, err := os.Stat(db)
+			assert.True(t, os.IsNotExist(err), "the state file was opened before the TLS flags were checked")
+		})
+	}
+	// The same files, given right, start the service.
+	s := start(t, filepath.Join(t.TempDir(), "s.db"), "--grpc", "127.0.0.1:0", "--grpc-tls-cert", cert, "--grpc-tls-key", key, "--grpc-client-ca", cert)
+	assert.Contains(t, s.stderr.String(), "client_certs=true")
+	assert.Equal(t, 0, s.stop(syscall.SIGTERM))
 }

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,13 @@ func (e *EnvoyConfig) validate(p []string, given map[string]bool) []string {
 		if given["grpc-max-concurrent-streams"] {
 			p = append(p, "--grpc-max-concurrent-streams needs --grpc")
 		}
+	} else {
+		if (e.TLSCert == "") != (e.TLSKey == "") {
+			p = append(p, "--grpc-tls-cert and --grpc-tls-key must be given together")
+		}
+		if e.TLSClientCA != "" && e.TLSCert == "" && e.TLSKey == "" {
+			p = append(p, "--grpc-client-ca needs --grpc-tls-cert and --grpc-tls-key (client certificates are asked for in the TLS handshake)")
+		}
 	}
 	if (given["grpc-max-concurrent-streams"] && e.MaxStreams == 0) || e.MaxStreams > math.MaxUint32 {
 		p = append(p, fmt.Sprintf("--grpc-max-concurrent-streams must be from 1 to %d", uint64(math.MaxUint32)))
@@ -91,10 +99,30 @@ func (e *envoyService) Rules() any {
 	return e.srv.RuleViews()
 }
 
-// startEnvoy starts the gRPC server when --grpc is set; it returns nil
+// loadTLS reads the gRPC server's TLS files (nil: plaintext, or no --grpc),
+// naming in an error the flag of the file that cannot be used. validate has
+// checked that the certificate and the key come together.
+func (e *EnvoyConfig) loadTLS() (*tls.Config, error) {
+	if e.GRPC == "" {
+		return nil, nil
+	}
+	// The pair alone first, so that an error names its flags rather than
+	// the client CA's; reading it twice costs nothing at start.
+	if _, err := grpcapi.TLSConfig(e.TLSCert, e.TLSKey, ""); err != nil {
+		return nil, fmt.Errorf("--grpc-tls-cert, --grpc-tls-key: %w", err)
+	}
+	conf, err := grpcapi.TLSConfig(e.TLSCert, e.TLSKey, e.TLSClientCA)
+	if err != nil {
+		return nil, fmt.Errorf("--grpc-client-ca: %w", err)
+	}
+	return conf, nil
+}
+
+// startEnvoy starts the gRPC server when --grpc is set, with the TLS
+// configuration tlsConf (nil: plaintext) from loadTLS; it returns nil
 // otherwise. The config at e.Config (if any) must load, or it fails; its
 // loads are recorded in m.
-func startEnvoy(e EnvoyConfig, cr *core.Core, m *metrics.Metrics, log *slog.Logger) (*envoyService, error) {
+func startEnvoy(e EnvoyConfig, tlsConf *tls.Config, cr *core.Core, m *metrics.Metrics, log *slog.Logger) (*envoyService, error) {
 	if e.GRPC == "" {
 		return nil, nil
 	}
@@ -114,10 +142,6 @@ func startEnvoy(e EnvoyConfig, cr *core.Core, m *metrics.Metrics, log *slog.Logg
 		log.Info("envoy config: loaded", "path", e.Config, "files", len(cfg.Files()), "rules", len(cfg.Rules()))
 	} else {
 		log.Warn("--grpc without --envoy-config: no domain is configured, so every descriptor answers OK with no limit")
-	}
-	tlsConf, err := grpcapi.TLSConfig(e.TLSCert, e.TLSKey, e.TLSClientCA)
-	if err != nil {
-		return nil, err
 	}
 	srv := grpcapi.New(cr, cfg, &grpcapi.Options{Independent: e.Independent, Logger: log, Load: lo,
 		ShadowMode: e.ShadowMode, QuotaMode: e.QuotaMode})

@@ -57,6 +57,13 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 		}
 	}
 
+	// Read before the state is opened, as the keys and rules files are: a
+	// file that cannot be used ends the start before anything else.
+	tlsConf, err := c.Envoy.loadTLS()
+	if err != nil {
+		return err
+	}
+
 	st, err := openState(&c, log)
 	if err != nil {
 		return err
@@ -98,7 +105,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	if err != nil {
 		return errors.Join(fmt.Errorf("--http: %w", err), closeDB())
 	}
-	envoy, err := startEnvoy(c.Envoy, cr, m, log)
+	envoy, err := startEnvoy(c.Envoy, tlsConf, cr, m, log)
 	if err != nil {
 		_ = ln.Close() // never served: nothing to report
 		return errors.Join(err, closeDB())
