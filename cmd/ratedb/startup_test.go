@@ -156,3 +156,30 @@ func TestGRPCTLSFlagsRefusedByName(t *testing.T) {
 	assert.Contains(t, s.stderr.String(), "client_certs=true")
 	assert.Equal(t, 0, s.stop(syscall.SIGTERM))
 }
+
+// A default rule the flags make invalid ends the start with a message
+// naming the flags of the default rule and the value refused, before the
+// state is opened.
+func TestBadDefaultRuleRefusedByName(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		flag, value, want string
+	}{
+		{"--default-limit", "-1", "limit -1 is not between 0 and"},
+		{"--default-limit", "9223372036854775807", "limit 9223372036854775807 is not between 0 and"},
+		{"--default-window", "0s", "window 0s is not between 1ms and"},
+		{"--default-window", "-1m", "window -1m0s is not between 1ms and"},
+		{"--default-window", "100000h", "window 100000h0m0s is not between 1ms and"},
+		{"--default-algorithm", "sliding", `algorithm "sliding" is not fixed, per_key or staggered`},
+	} {
+		t.Run(tc.flag+"="+tc.value, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "s.db")
+			_, stderr, code := runTool(t, "serve", "--db", db, "--http", "127.0.0.1:0", tc.flag+"="+tc.value)
+			assert.Equal(t, 1, code, stderr)
+			assert.Contains(t, stderr, tc.flag, "the message names the flag")
+			assert.Contains(t, stderr, tc.want)
+			_, err := os.Stat(db)
+			assert.True(t, os.IsNotExist(err), "no state file created")
+		})
+	}
+}

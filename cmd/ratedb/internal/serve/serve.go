@@ -40,7 +40,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 		ClientID: "*", Route: "*", Algorithm: c.DefaultAlgorithm, Limit: &limit, Window: c.DefaultWindow.String(),
 	}, true)
 	if err != nil {
-		return fmt.Errorf("default rule (--default-limit, --default-window): %w", err)
+		return fmt.Errorf("default rule (--default-limit, --default-window, --default-algorithm): %w", err)
 	}
 	k, err := keys.Load(keys.Source{File: c.APIKeysFile, Env: c.APIKeysEnv}, keys.Source{File: c.AdminKeysFile, Env: c.AdminKeysEnv})
 	if err != nil {
