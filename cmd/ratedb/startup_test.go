@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -179,6 +181,51 @@ func TestBadDefaultRuleRefusedByName(t *testing.T) {
 			assert.Contains(t, stderr, tc.flag, "the message names the flag")
 			assert.Contains(t, stderr, tc.want)
 			_, err := os.Stat(db)
+			assert.True(t, os.IsNotExist(err), "no state file created")
+		})
+	}
+}
+
+// A keys file or variable that cannot be used ends the start with a
+// message naming the flag or the variable, never the key, before the state
+// is opened.
+func TestBadKeysRefusedByName(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	long := "SECRET" + strings.Repeat("k", 300)
+	longFile := filepath.Join(dir, "long")
+	require.NoError(t, os.WriteFile(longFile, []byte("good-key\n"+long+"\n"), 0o600))
+	empty := filepath.Join(dir, "empty")
+	require.NoError(t, os.WriteFile(empty, []byte("# no key yet\n"), 0o600))
+	missing := filepath.Join(dir, "missing")
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"missing client file", nil, []string{"--api-keys-file", missing}, "--api-keys-file: keys: open " + missing},
+		{"missing admin file", nil, []string{"--admin-keys-file", missing}, "--admin-keys-file: keys: open " + missing},
+		{"empty admin file", nil, []string{"--admin-keys-file", empty}, "--admin-keys-file: keys: file holds no key"},
+		{"long key in client file", nil, []string{"--api-keys-file", longFile}, "--api-keys-file: keys: a key of 306 bytes is longer than 256"},
+		{"long key in admin file", nil, []string{"--admin-keys-file", longFile}, "--admin-keys-file: keys: a key of 306 bytes is longer than 256"},
+		{"long client key in env", []string{"RATEDB_API_KEYS=good-key," + long}, nil, "RATEDB_API_KEYS: keys: a key of 306 bytes is longer than 256"},
+		{"long admin key in env", []string{"RATEDB_ADMIN_KEYS=" + long}, nil, "RATEDB_ADMIN_KEYS: keys: a key of 306 bytes is longer than 256"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "s.db")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary(t), append([]string{"serve", "--db", db, "--http", "127.0.0.1:0"}, tc.args...)...)
+			cmd.Env = append(os.Environ(), append([]string{"RATEDB_API_KEYS=", "RATEDB_ADMIN_KEYS="}, tc.env...)...)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, ctx.Err(), "ratedb serve did not exit:\n%s", out)
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "%s", out)
+			assert.Equal(t, 1, ee.ExitCode(), "%s", out)
+			assert.Contains(t, string(out), tc.want)
+			assert.NotContains(t, string(out), "SECRET", "a key is never shown")
+			_, err = os.Stat(db)
 			assert.True(t, os.IsNotExist(err), "no state file created")
 		})
 	}

@@ -45,6 +45,10 @@ type Keys struct {
 type Source struct {
 	File string
 	Env  string
+	// Name, when not empty, prefixes Load's errors about this source (the
+	// flag or environment variable it was given by): the messages name
+	// neither a key nor the other source.
+	Name string
 }
 
 // Load reads the client and admin keys. A file that is given must hold at
@@ -53,12 +57,20 @@ func Load(client, admin Source) (*Keys, error) {
 	k := &Keys{}
 	var err error
 	if k.client, err = load(client); err != nil {
-		return nil, err
+		return nil, client.named(err)
 	}
 	if k.admin, err = load(admin); err != nil {
-		return nil, err
+		return nil, admin.named(err)
 	}
 	return k, nil
+}
+
+// named prefixes err with s.Name, if any.
+func (s Source) named(err error) error {
+	if s.Name == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", s.Name, err)
 }
 
 func load(s Source) ([][sha256.Size]byte, error) {

@@ -42,7 +42,8 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	if err != nil {
 		return fmt.Errorf("default rule (--default-limit, --default-window, --default-algorithm): %w", err)
 	}
-	k, err := keys.Load(keys.Source{File: c.APIKeysFile, Env: c.APIKeysEnv}, keys.Source{File: c.AdminKeysFile, Env: c.AdminKeysEnv})
+	k, err := keys.Load(keySource(c.APIKeysFile, c.APIKeysEnv, "--api-keys-file", "RATEDB_API_KEYS"),
+		keySource(c.AdminKeysFile, c.AdminKeysEnv, "--admin-keys-file", "RATEDB_ADMIN_KEYS"))
 	if err != nil {
 		return err
 	}
@@ -194,6 +195,16 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 		log.Info("stopped: " + st.stopped)
 	}
 	return errors.Join(errs...)
+}
+
+// keySource is the keys source of the flag file (the file it names) or,
+// without it, of the environment variable env holding value, named for
+// errors by the one that is used.
+func keySource(file, value, flag, env string) keys.Source {
+	if file != "" {
+		return keys.Source{File: file, Name: flag}
+	}
+	return keys.Source{Env: value, Name: env}
 }
 
 // testBeforeReload, when set by a test, runs before each reload of the
