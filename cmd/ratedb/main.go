@@ -173,7 +173,7 @@ func runServe(args []string, stderr io.Writer) error {
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&c.LogKeys, "log-keys", false, "allow client ids and routes in debug logs (API keys are never logged)")
-	fs.DurationVar(&c.SnapshotPeriod, "snapshot-period", time.Second, "how often changed windows are written to the state file: what a crash can lose")
+	fs.DurationVar(&c.SnapshotPeriod, "snapshot-period", time.Second, "how often changed windows are written to the state file: what a crash can lose (not with --redis)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish after SIGTERM/SIGINT")
 	fs.StringVar(&c.Envoy.GRPC, "grpc", "", "serve Envoy's rate limit protocol (envoy.service.ratelimit.v3) and grpc.health.v1 on `ADDR`; no API keys apply: use mTLS or a private network")
 	fs.StringVar(&c.Envoy.Config, "envoy-config", "", "envoyproxy/ratelimit YAML config: a file or a directory (`PATH`; every file below it, as envoyproxy/ratelimit loads its config directory); reloaded on SIGHUP and when its files change")

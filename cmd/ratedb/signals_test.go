@@ -52,6 +52,7 @@ func TestFlagsWithoutTheirFeatureRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{"--redis-timeout", "5s"}, "--redis-timeout applies only with --redis"},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "--snapshot-period", "100ms"}, "--snapshot-period applies only to the embedded file"},
 		{[]string{"--envoy-independent"}, "--envoy-independent needs --grpc"},
 		{[]string{"--envoy-config-poll", "5s"}, "need --envoy-config"},
 		{[]string{"--grpc", "127.0.0.1:0", "--envoy-config-merge-domains"}, "need --envoy-config"},

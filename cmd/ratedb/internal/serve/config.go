@@ -81,6 +81,9 @@ func (c *Config) validate() error {
 	if c.Redis != "" && c.RedisTimeout <= 0 {
 		p = append(p, "--redis-timeout must be positive")
 	}
+	if c.Given["snapshot-period"] && c.Redis != "" {
+		p = append(p, "--snapshot-period applies only to the embedded file (with --redis, Redis keeps the counts)")
+	}
 	if c.SnapshotPeriod < minSnapshotPeriod {
 		p = append(p, fmt.Sprintf("--snapshot-period must be at least %v", minSnapshotPeriod))
 	}
