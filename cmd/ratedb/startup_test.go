@@ -57,7 +57,9 @@ func TestListenAddressConflictsRefusedBeforeServing(t *testing.T) {
 
 // An empty --http is refused: net.Listen takes "" as ":0", and the service
 // listened on every interface, on a random port (an unset variable in a
-// unit file's "--http $ADDR" does that).
+// unit file's "--http $ADDR" does that). An empty --redis or --grpc, given,
+// is refused too: the service kept its counts in a file of its own,
+// unshared with the other instances, or served no gRPC, and said nothing.
 func TestEmptyAddressFlagsRefused(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -68,6 +70,8 @@ func TestEmptyAddressFlagsRefused(t *testing.T) {
 		{"http", []string{"--http", "", "--db", "s.db"}, "--http is empty: give the address to listen on"},
 		{"http with equals", []string{"--http=", "--db", "s.db"}, "--http is empty: give the address to listen on"},
 		{"db", []string{"--http", "127.0.0.1:0", "--db", ""}, "--db is empty"},
+		{"redis", []string{"--http", "127.0.0.1:0", "--db", "s.db", "--redis", ""}, "--redis is empty: omit it to keep the state in the --db file"},
+		{"grpc", []string{"--http", "127.0.0.1:0", "--db", "s.db", "--grpc="}, "--grpc is empty: omit it to serve no gRPC"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(binary(t), append([]string{"serve"}, tc.args...)...)

@@ -69,6 +69,15 @@ func (c *Config) validate() error {
 		// net.Listen would take it as ":0": every interface, a random port.
 		p = append(p, "--http is empty: give the address to listen on, such as 127.0.0.1:8080")
 	}
+	// Empty, they mean "off", as when they are not given: given empty (an
+	// unset variable in "--redis $URL"), the service would keep its counts
+	// in a file of its own, unshared, or serve no gRPC, and say nothing.
+	if c.Given["redis"] && c.Redis == "" {
+		p = append(p, "--redis is empty: omit it to keep the state in the --db file")
+	}
+	if c.Given["grpc"] && c.Envoy.GRPC == "" {
+		p = append(p, "--grpc is empty: omit it to serve no gRPC")
+	}
 	if c.DB == "" && c.Redis == "" {
 		p = append(p, "--db is empty")
 	}
