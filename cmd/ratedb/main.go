@@ -43,15 +43,27 @@ usage:
 
 func main() {
 	// RATEDB_CPUPROFILE=FILE writes a CPU profile of the whole run, for
-	// the benchmark in bench/cmd/httpload.
+	// the benchmark in bench/cmd/httpload. A profile that cannot be
+	// written ends the run at once: a benchmark run without the profile it
+	// asked for is wasted.
 	if p := os.Getenv("RATEDB_CPUPROFILE"); p != "" {
 		f, err := os.Create(p)
-		if err == nil && pprof.StartCPUProfile(f) == nil {
-			code := run(os.Args[1:], os.Stdout, os.Stderr)
-			pprof.StopCPUProfile()
-			f.Close()
-			os.Exit(code)
+		if err == nil {
+			if err = pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+			}
 		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ratedb: RATEDB_CPUPROFILE: %v\n", err)
+			os.Exit(1)
+		}
+		code := run(os.Args[1:], os.Stdout, os.Stderr)
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "ratedb: RATEDB_CPUPROFILE: %v\n", err)
+			code = max(code, 1)
+		}
+		os.Exit(code)
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net"
 	"os"
@@ -231,6 +232,48 @@ func TestBadKeysRefusedByName(t *testing.T) {
 			assert.NotContains(t, string(out), "SECRET", "a key is never shown")
 			_, err = os.Stat(db)
 			assert.True(t, os.IsNotExist(err), "no state file created")
+		})
+	}
+}
+
+// RATEDB_CPUPROFILE (the benchmark's CPU profile of the run) that cannot
+// be written ends the run at once with a message naming it; the run went
+// on without the profile, silently. One that can is written.
+func TestCPUProfileVariable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, path string
+		code       int
+		want       string
+	}{
+		{"missing directory", filepath.Join(dir, "missing", "cpu.pprof"), 1, "ratedb: RATEDB_CPUPROFILE: open " + filepath.Join(dir, "missing", "cpu.pprof")},
+		{"a directory", dir, 1, "ratedb: RATEDB_CPUPROFILE: open " + dir},
+		{"writable", filepath.Join(dir, "cpu.pprof"), 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(binary(t), "version")
+			cmd.Env = append(os.Environ(), "RATEDB_CPUPROFILE="+tc.path)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tc.code, code, stderr.String())
+			if tc.code != 0 {
+				assert.Contains(t, stderr.String(), tc.want)
+				assert.Empty(t, stdout.String(), "the run did not go on")
+				return
+			}
+			assert.Empty(t, stderr.String())
+			fi, err := os.Stat(tc.path)
+			require.NoError(t, err)
+			assert.Positive(t, fi.Size(), "the profile was written")
 		})
 	}
 }
