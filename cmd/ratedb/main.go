@@ -184,7 +184,7 @@ func runServe(args []string, stderr io.Writer) error {
 	fs.DurationVar(&c.RedisTimeout, "redis-timeout", redisstate.Timeout, "with --redis: bound on each check's Redis call; past it the check answers 503 (or Allow with --fail-open). /readyz's probe and the start's read of maxmemory-policy get it too; rule reads and changes get ten times it, at least 1s")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.BoolVar(&c.LogKeys, "log-keys", false, "allow client ids and routes in debug logs (API keys are never logged)")
+	fs.BoolVar(&c.LogKeys, "log-keys", false, "allow client ids and routes in debug logs; needs --log-level debug (API keys are never logged)")
 	fs.DurationVar(&c.SnapshotPeriod, "snapshot-period", time.Second, "how often changed windows are written to the state file: what a crash can lose (not with --redis)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish after SIGTERM/SIGINT")
 	fs.StringVar(&c.Envoy.GRPC, "grpc", "", "serve Envoy's rate limit protocol (envoy.service.ratelimit.v3) and grpc.health.v1 on `ADDR`; no API keys apply: use mTLS or a private network")

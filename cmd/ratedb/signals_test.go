@@ -52,6 +52,8 @@ func TestFlagsWithoutTheirFeatureRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{"--redis-timeout", "5s"}, "--redis-timeout applies only with --redis"},
+		{[]string{"--log-keys"}, "--log-keys needs --log-level debug"},
+		{[]string{"--log-keys", "--log-level", "warn"}, "--log-keys needs --log-level debug"},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "--snapshot-period", "100ms"}, "--snapshot-period applies only to the embedded file"},
 		{[]string{"--envoy-independent"}, "--envoy-independent needs --grpc"},
 		{[]string{"--envoy-config-poll", "5s"}, "need --envoy-config"},

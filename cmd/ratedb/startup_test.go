@@ -277,3 +277,13 @@ func TestCPUProfileVariable(t *testing.T) {
 		})
 	}
 }
+
+// --log-keys with --log-level debug (in any case) is accepted and puts the
+// client id and the route in the check's debug line.
+func TestLogKeysAtDebug(t *testing.T) {
+	t.Parallel()
+	s := start(t, filepath.Join(t.TempDir(), "s.db"), "--log-keys", "--log-level", "DEBUG")
+	s.check("visible-client", "/visible-route")
+	require.Equal(t, 0, s.stop(syscall.SIGTERM))
+	assert.Contains(t, s.stderr.String(), "client_id=visible-client route=/visible-route")
+}

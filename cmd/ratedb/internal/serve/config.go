@@ -62,8 +62,10 @@ func (c *Config) validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		p = append(p, fmt.Sprintf("--log-format %q: use text or json", c.LogFormat))
 	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
+	if lvl, err := parseLevel(c.LogLevel); err != nil {
 		p = append(p, err.Error())
+	} else if c.LogKeys && lvl != slog.LevelDebug {
+		p = append(p, "--log-keys needs --log-level debug (client ids and routes go only to debug lines)")
 	}
 	if c.HTTP == "" {
 		// net.Listen would take it as ":0": every interface, a random port.
