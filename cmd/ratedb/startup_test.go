@@ -193,7 +193,8 @@ func TestBadDefaultRuleRefusedByName(t *testing.T) {
 
 // A keys file or variable that cannot be used ends the start with a
 // message naming the flag or the variable, never the key, before the state
-// is opened.
+// is opened. So does a file given with its variable set: the variable was
+// ignored, and a key rotated there never applied.
 func TestBadKeysRefusedByName(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -203,6 +204,8 @@ func TestBadKeysRefusedByName(t *testing.T) {
 	empty := filepath.Join(dir, "empty")
 	require.NoError(t, os.WriteFile(empty, []byte("# no key yet\n"), 0o600))
 	missing := filepath.Join(dir, "missing")
+	good := filepath.Join(dir, "good")
+	require.NoError(t, os.WriteFile(good, []byte("good-file-key\n"), 0o600))
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -216,10 +219,12 @@ func TestBadKeysRefusedByName(t *testing.T) {
 		{"long key in admin file", nil, []string{"--admin-keys-file", longFile}, "--admin-keys-file: keys: a key of 306 bytes is longer than 256"},
 		{"long client key in env", []string{"RATEDB_API_KEYS=good-key," + long}, nil, "RATEDB_API_KEYS: keys: a key of 306 bytes is longer than 256"},
 		{"long admin key in env", []string{"RATEDB_ADMIN_KEYS=" + long}, nil, "RATEDB_ADMIN_KEYS: keys: a key of 306 bytes is longer than 256"},
+		{"client file and variable", []string{"RATEDB_API_KEYS=good-key"}, []string{"--api-keys-file", good}, "--api-keys-file and RATEDB_API_KEYS are both set: the variable would be ignored; unset one"},
+		{"admin file and variable", []string{"RATEDB_ADMIN_KEYS=good-key"}, []string{"--admin-keys-file", good}, "--admin-keys-file and RATEDB_ADMIN_KEYS are both set: the variable would be ignored; unset one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "s.db")
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a refusal takes milliseconds
 			defer cancel()
 			cmd := exec.CommandContext(ctx, binary(t), append([]string{"serve", "--db", db, "--http", "127.0.0.1:0"}, tc.args...)...)
 			cmd.Env = append(os.Environ(), append([]string{"RATEDB_API_KEYS=", "RATEDB_ADMIN_KEYS="}, tc.env...)...)
@@ -230,6 +235,7 @@ func TestBadKeysRefusedByName(t *testing.T) {
 			assert.Equal(t, 1, ee.ExitCode(), "%s", out)
 			assert.Contains(t, string(out), tc.want)
 			assert.NotContains(t, string(out), "SECRET", "a key is never shown")
+			assert.NotContains(t, string(out), "good-key", "a key is never shown")
 			_, err = os.Stat(db)
 			assert.True(t, os.IsNotExist(err), "no state file created")
 		})

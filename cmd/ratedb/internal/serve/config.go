@@ -67,6 +67,15 @@ func (c *Config) validate() error {
 	} else if c.LogKeys && lvl != slog.LevelDebug {
 		p = append(p, "--log-keys needs --log-level debug (client ids and routes go only to debug lines)")
 	}
+	// A file wins over its variable: the variable's keys, set too, would
+	// be ignored (a key rotated there would never apply). Neither value is
+	// shown.
+	if c.APIKeysFile != "" && c.APIKeysEnv != "" {
+		p = append(p, "--api-keys-file and RATEDB_API_KEYS are both set: the variable would be ignored; unset one")
+	}
+	if c.AdminKeysFile != "" && c.AdminKeysEnv != "" {
+		p = append(p, "--admin-keys-file and RATEDB_ADMIN_KEYS are both set: the variable would be ignored; unset one")
+	}
 	if c.HTTP == "" {
 		// net.Listen would take it as ":0": every interface, a random port.
 		p = append(p, "--http is empty: give the address to listen on, such as 127.0.0.1:8080")
