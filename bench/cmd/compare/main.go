@@ -11,10 +11,15 @@
 // Each figure is the median of -runs runs, with the min–max range. Memory is
 // measured in one child process per limiter; the 10,000,000-window workload
 // runs in a child process of its own so that its peak RSS is its own.
+//
+// Bad flag values exit 2 before anything is measured; a failed measurement,
+// child process or write of the results exits 1, after the temporary
+// directories are removed.
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -40,25 +45,37 @@ type options struct {
 	noBig     bool
 }
 
-func main() {
+func main() { os.Exit(command(os.Args[1:])) }
+
+// command is the command with its arguments. It returns the exit status
+// once its deferred clean-up (a child's temporary directory) has run: 0
+// after a full run, a render or a child's result (and after -h), 2 for bad
+// flags, checked before anything is measured, and 1 when a measurement, a
+// child or writing the results fails.
+func command(args []string) int {
 	var o options
-	flag.BoolVar(&o.quick, "quick", false, "fast smoke run: 100,000 keys, 1,000,000 big windows, one run of 100ms benchmarks")
-	flag.IntVar(&o.runs, "runs", 5, "repetitions of each measurement (median reported)")
-	flag.StringVar(&o.out, "out", "results", "directory for RESULTS.md and chart.svg")
-	flag.DurationVar(&o.benchtime, "benchtime", time.Second, "target time of each throughput benchmark")
-	flag.IntVar(&o.keys, "keys", 1_000_000, "distinct keys of the many-keys and memory workloads")
-	flag.IntVar(&o.big, "big", 10_000_000, "live windows of the beyond-memory workload")
-	flag.Int64Var(&o.bigHot, "bighot", 1_000_000, "MaxHotKeys of the beyond-memory workload")
-	flag.IntVar(&o.bigHits, "bighits", 20_000_000, "timed Zipf hits of the beyond-memory workload")
-	flag.BoolVar(&o.noBig, "nobig", false, "skip the beyond-memory and restart workload")
-	childMem := flag.String("child-mem", "", "internal: measure memory of this limiter and print the result")
-	childBig := flag.Bool("child-big", false, "internal: run the beyond-memory workload and print the result")
-	render := flag.String("render", "", "redraw RESULTS.md and the charts in -out from this raw.json, without measuring")
-	testing.Init()
-	flag.Parse()
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.BoolVar(&o.quick, "quick", false, "fast smoke run: 100,000 keys, 1,000,000 big windows, one run of 100ms benchmarks")
+	fs.IntVar(&o.runs, "runs", 5, "repetitions of each measurement (median reported; at least 1)")
+	fs.StringVar(&o.out, "out", "results", "directory for RESULTS.md and chart.svg")
+	fs.DurationVar(&o.benchtime, "benchtime", time.Second, "target time of each throughput benchmark")
+	fs.IntVar(&o.keys, "keys", 1_000_000, "distinct keys of the many-keys and memory workloads (at least 1)")
+	fs.IntVar(&o.big, "big", 10_000_000, "live windows of the beyond-memory workload (at least 1)")
+	fs.Int64Var(&o.bigHot, "bighot", 1_000_000, "MaxHotKeys of the beyond-memory workload")
+	fs.IntVar(&o.bigHits, "bighits", 20_000_000, "timed Zipf hits of the beyond-memory workload (at least 1)")
+	fs.BoolVar(&o.noBig, "nobig", false, "skip the beyond-memory and restart workload")
+	childMem := fs.String("child-mem", "", "internal: measure memory of this limiter and print the result")
+	childBig := fs.Bool("child-big", false, "internal: run the beyond-memory workload and print the result")
+	render := fs.String("render", "", "redraw RESULTS.md and the charts in -out from this raw.json, without measuring")
+	testing.Init() // registers test.benchtime, which testing.Benchmark reads
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2 // fs printed the error and the usage
+	}
 	log.SetFlags(log.Ltime)
 	explicit := map[string]bool{}
-	flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
 	if o.quick {
 		if !explicit["runs"] {
 			o.runs = 1
@@ -79,60 +96,96 @@ func main() {
 			o.bigHits = 2_000_000
 		}
 	}
+	if err := checkFlags(fs.Args(), o); err != nil {
+		log.Printf("compare: %v", err)
+		return 2
+	}
 	if err := flag.Set("test.benchtime", o.benchtime.String()); err != nil {
-		log.Fatal(err)
+		log.Printf("compare: %v", err)
+		return 2
 	}
 
 	switch {
 	case *render != "":
 		b, err := os.ReadFile(*render)
 		if err != nil {
-			log.Fatal(err)
+			log.Printf("compare: %v", err)
+			return 1
 		}
 		var r raw
 		if err := json.Unmarshal(b, &r); err != nil {
-			log.Fatal(err)
+			log.Printf("compare: %s: %v", *render, err)
+			return 1
 		}
 		s := fromRaw(r)
 		s.o.out = o.out
 		if err := s.write(); err != nil {
-			log.Fatal(err)
+			log.Printf("compare: %v", err)
+			return 1
 		}
-		return
+		return 0
 	case *childMem != "":
 		f, err := bench.FactoryByName(*childMem)
 		if err != nil {
-			log.Fatal(err)
+			log.Printf("compare: %v", err)
+			return 2
 		}
 		r, err := bench.MeasureMemory(f, o.keys)
 		if err != nil {
-			log.Fatal(err)
+			log.Printf("compare: %v", err)
+			return 1
 		}
 		if err := bench.PrintChildResult(r); err != nil {
-			log.Fatal(err)
+			log.Printf("compare: %v", err)
+			return 1
 		}
-		return
+		return 0
 	case *childBig:
 		dir, err := os.MkdirTemp("", "ratedb-big-")
 		if err != nil {
-			log.Fatal(err)
+			log.Printf("compare: %v", err)
+			return 1
 		}
 		defer os.RemoveAll(dir)
 		r, err := bench.BeyondMemory(dir, o.big, o.bigHot, o.bigHits, 0, log.Printf)
 		if err != nil {
-			log.Print(err)
-			os.RemoveAll(dir)
-			os.Exit(1)
+			log.Printf("compare: %v", err)
+			return 1
 		}
 		if err := bench.PrintChildResult(r); err != nil {
-			log.Fatal(err)
+			log.Printf("compare: %v", err)
+			return 1
 		}
-		return
+		return 0
 	}
 
 	if err := run(o); err != nil {
-		log.Fatal(err)
+		log.Printf("compare: %v", err)
+		return 1
 	}
+	return 0
+}
+
+// checkFlags returns an error naming the first bad value among the
+// command's flags (after -quick's defaults), before anything is measured:
+// arguments after the flags, fewer than one run, key, big window or big
+// hit. (-runs 0 failed only when the report was written, after the
+// beyond-memory workload; -bighits 0 made its hits/s NaN, which the child
+// could not print.)
+func checkFlags(extra []string, o options) error {
+	switch {
+	case len(extra) > 0:
+		return fmt.Errorf("unexpected argument %q (every setting is a flag: -h lists them)", extra[0])
+	case o.runs < 1:
+		return errors.New("-runs must be at least 1")
+	case o.keys < 1:
+		return errors.New("-keys must be at least 1")
+	case o.big < 1:
+		return errors.New("-big must be at least 1")
+	case o.bigHits < 1:
+		return errors.New("-bighits must be at least 1")
+	}
+	return nil
 }
 
 func run(o options) error {
