@@ -16,12 +16,17 @@
 // service used (utime+stime from /proc/PID/stat, plus redis-server's for
 // envoy-ratelimit) per 1,000 calls, and writes the table to -out.
 //
+// Bad flag values exit 2 before anything is started; a target that fails
+// to start or to answer exits 1, after the servers are stopped and the
+// temporary directory removed.
+//
 // Run it from bench/: go run ./cmd/grpcload
 package main
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -71,21 +76,79 @@ func main() {
 		serveNoop(os.Args[2])
 		return
 	}
+	os.Exit(command(os.Args[1:]))
+}
+
+// targetNames are the targets -targets may name.
+var targetNames = []string{"noop", "ratedb", "envoy-ratelimit"}
+
+// command is the command with its arguments. It returns the exit status
+// once its deferred clean-up (the servers stopped, the temporary directory
+// removed) has run: 0 after a full run (and after -h), 2 for bad flags,
+// checked before anything is started, and 1 when a target fails to start
+// or to answer, or the table cannot be written.
+func command(args []string) int {
 	var o options
-	flag.IntVar(&o.workers, "workers", 64, "concurrent callers")
-	flag.IntVar(&o.conns, "conns", 8, "gRPC connections the callers share")
-	flag.IntVar(&o.values, "values", 10000, "distinct descriptor values")
-	flag.DurationVar(&o.warmup, "warmup", 5*time.Second, "warm-up before measuring")
-	flag.DurationVar(&o.duration, "duration", 30*time.Second, "measurement time per target")
-	flag.StringVar(&o.targets, "targets", "noop,ratedb,envoy-ratelimit", "comma-separated targets")
-	flag.StringVar(&o.out, "out", "results/GRPC.md", "where to write the results table (\"\": stdout only)")
-	flag.StringVar(&o.ratedb, "ratedb", "", "ratedb binary (default: built from ../cmd/ratedb)")
-	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every target once, in turn, and the run with the median calls/s is reported")
-	flag.Parse()
+	fs := flag.NewFlagSet("grpcload", flag.ContinueOnError)
+	fs.IntVar(&o.workers, "workers", 64, "concurrent callers (at least 1)")
+	fs.IntVar(&o.conns, "conns", 8, "gRPC connections the callers share (at least 1)")
+	fs.IntVar(&o.values, "values", 10000, "distinct descriptor values (at least 1)")
+	fs.DurationVar(&o.warmup, "warmup", 5*time.Second, "warm-up before measuring")
+	fs.DurationVar(&o.duration, "duration", 30*time.Second, "measurement time per target (above 0)")
+	fs.StringVar(&o.targets, "targets", strings.Join(targetNames, ","), "comma-separated targets, each once: "+strings.Join(targetNames, ", "))
+	fs.StringVar(&o.out, "out", "results/GRPC.md", "where to write the results table (\"\": stdout only)")
+	fs.StringVar(&o.ratedb, "ratedb", "", "ratedb binary (default: built from ../cmd/ratedb)")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every target once, in turn, and the run with the median calls/s is reported (at least 1)")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2 // fs printed the error and the usage
+	}
+	if err := checkFlags(fs.Args(), o); err != nil {
+		fmt.Fprintln(os.Stderr, "grpcload:", err)
+		return 2
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "grpcload:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
+}
+
+// checkFlags returns an error naming the first bad value among the
+// command's flags, before anything is started: arguments after the flags,
+// fewer than one worker, connection, value or round, a measurement time
+// that is not positive, a target not in targetNames or one named twice.
+// (-values 0 and -conns 0 used to panic once a target was serving, -values
+// in a caller goroutine, which ended the process without stopping the
+// target's server or removing the temporary directory; -rounds 0 panicked
+// after the run, and an unknown target was found only when its turn came.)
+func checkFlags(extra []string, o options) error {
+	switch {
+	case len(extra) > 0:
+		return fmt.Errorf("unexpected argument %q (every setting is a flag: -h lists them)", extra[0])
+	case o.workers < 1:
+		return errors.New("-workers must be at least 1")
+	case o.conns < 1:
+		return errors.New("-conns must be at least 1")
+	case o.values < 1:
+		return errors.New("-values must be at least 1")
+	case o.rounds < 1:
+		return errors.New("-rounds must be at least 1")
+	case o.duration <= 0:
+		return errors.New("-duration must be above 0")
+	}
+	seen := map[string]bool{}
+	for _, t := range strings.Split(o.targets, ",") {
+		if !slices.Contains(targetNames, t) {
+			return fmt.Errorf("-targets: unknown target %q (want some of %s)", t, strings.Join(targetNames, ", "))
+		}
+		if seen[t] {
+			return fmt.Errorf("-targets names %s twice", t)
+		}
+		seen[t] = true
+	}
+	return nil
 }
 
 type result struct {
