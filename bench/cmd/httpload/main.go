@@ -19,6 +19,10 @@
 // /proc/<pid>/stat, Redis included for envoyproxy/ratelimit): the median of
 // each over -rounds rounds, in which the targets take turns, with the range
 // of calls/s.
+//
+// Bad flag values exit 2 before anything is built or started; a target
+// that fails to start or be measured exits 1, after the services are
+// stopped and the temporary directory removed.
 package main
 
 import (
@@ -57,27 +61,86 @@ type options struct {
 	gobin            string
 }
 
-func main() {
+func main() { os.Exit(command(os.Args[1:])) }
+
+// targetNames are the targets -targets may name.
+var targetNames = []string{"ratedb", "noop", "envoy-ratelimit"}
+
+// command is the command with its arguments. It returns the exit status
+// once its deferred clean-up (the services stopped, the temporary directory
+// removed) has run: 0 after a full run (and after -h), 2 for bad flags,
+// checked before anything is built or started, and 1 when a target fails to
+// start or be measured, or the -out file cannot be written.
+func command(args []string) int {
 	var o options
-	flag.DurationVar(&o.duration, "duration", 30*time.Second, "measured time per target")
-	flag.DurationVar(&o.warmup, "warmup", 5*time.Second, "unmeasured warm-up per target")
-	flag.IntVar(&o.conns, "conns", 64, "concurrent keep-alive connections")
-	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each target is measured once per round and the medians are reported")
-	flag.IntVar(&o.clients, "clients", 10_000, "distinct client ids")
-	flag.IntVar(&o.routes, "routes", 20, "distinct routes")
-	flag.StringVar(&o.targets, "targets", "ratedb,noop,envoy-ratelimit", "comma list of targets: ratedb, noop, envoy-ratelimit")
-	flag.StringVar(&o.out, "out", "", "also write the Markdown table to this file")
-	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of ratedb serve (the last round's warm-up and measured run) to this file")
-	flag.StringVar(&o.gobin, "gobin", filepath.Join(os.TempDir(), "ratedb-bench-gobin"), "where envoyproxy/ratelimit is installed (reused when present)")
-	noop := flag.String("serve-noop", "", "internal: serve the do-nothing server on this address")
-	flag.Parse()
+	fs := flag.NewFlagSet("httpload", flag.ContinueOnError)
+	fs.DurationVar(&o.duration, "duration", 30*time.Second, "measured time per target (above 0)")
+	fs.DurationVar(&o.warmup, "warmup", 5*time.Second, "unmeasured warm-up per target")
+	fs.IntVar(&o.conns, "conns", 64, "concurrent keep-alive connections (at least 1)")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each target is measured once per round and the medians are reported (at least 1)")
+	fs.IntVar(&o.clients, "clients", 10_000, "distinct client ids (at least 1)")
+	fs.IntVar(&o.routes, "routes", 20, "distinct routes (at least 1)")
+	fs.StringVar(&o.targets, "targets", "ratedb,noop,envoy-ratelimit", "comma list of targets, each once: ratedb, noop, envoy-ratelimit")
+	fs.StringVar(&o.out, "out", "", "also write the Markdown table to this file")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of ratedb serve (the last round's warm-up and measured run) to this file")
+	fs.StringVar(&o.gobin, "gobin", filepath.Join(os.TempDir(), "ratedb-bench-gobin"), "where envoyproxy/ratelimit is installed (reused when present)")
+	noop := fs.String("serve-noop", "", "internal: serve the do-nothing server on this address")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2 // fs printed the error and the usage
+	}
 	log.SetFlags(log.Ltime)
 	if *noop != "" {
-		log.Fatal(serveNoop(*noop))
+		log.Printf("httpload: %v", serveNoop(*noop))
+		return 1
+	}
+	if err := checkFlags(fs.Args(), o); err != nil {
+		log.Printf("httpload: %v", err)
+		return 2
 	}
 	if err := run(o); err != nil {
-		log.Fatal(err)
+		log.Printf("httpload: %v", err)
+		return 1
 	}
+	return 0
+}
+
+// checkFlags returns an error naming the first bad value among the
+// command's flags, before anything is built or started: arguments after the
+// flags, fewer than one connection, round, client id or route, a measured
+// time that is not positive, a target not in targetNames or one named
+// twice. (-clients 0 and -routes 0 used to panic in a connection's
+// goroutine once a target was serving, which ended the process with the
+// service still running and the temporary directories left behind;
+// -rounds 0 panicked after the run, -conns 0 measured nothing and exited 0,
+// and an unknown target was found only when its turn came.)
+func checkFlags(extra []string, o options) error {
+	switch {
+	case len(extra) > 0:
+		return fmt.Errorf("unexpected argument %q (every setting is a flag: -h lists them)", extra[0])
+	case o.conns < 1:
+		return errors.New("-conns must be at least 1")
+	case o.rounds < 1:
+		return errors.New("-rounds must be at least 1")
+	case o.clients < 1:
+		return errors.New("-clients must be at least 1")
+	case o.routes < 1:
+		return errors.New("-routes must be at least 1")
+	case o.duration <= 0:
+		return errors.New("-duration must be above 0")
+	}
+	seen := map[string]bool{}
+	for _, t := range strings.Split(o.targets, ",") {
+		if !slices.Contains(targetNames, t) {
+			return fmt.Errorf("-targets: unknown target %q (want some of %s)", t, strings.Join(targetNames, ", "))
+		}
+		if seen[t] {
+			return fmt.Errorf("-targets names %s twice", t)
+		}
+		seen[t] = true
+	}
+	return nil
 }
 
 // result is one target's measurement.
