@@ -1,15 +1,19 @@
 // Command membreak measures where ratedb's memory per window goes: what Open
 // allocates up front, what each window adds, and how much of that is
 // ristretto's, by building ristretto alone with ratedb's configuration and a
-// plain map of the kind ratedb's index uses.
+// plain map of the kind ratedb's index uses. Bad flag values (-keys or
+// -maxhot below 1) exit 2 before anything is measured; a failure exits 1.
 //
 //	cd bench && go run ./cmd/membreak
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"log"
+	"os"
 	"runtime"
 	"time"
 
@@ -27,10 +31,32 @@ func heap() int64 {
 	return int64(m.HeapAlloc)
 }
 
-func main() {
-	n := flag.Int("keys", 1_000_000, "distinct windows")
-	hot := flag.Int64("maxhot", 1<<20, "MaxHotKeys (ratedb's default: 1<<20)")
-	flag.Parse()
+func main() { os.Exit(run(os.Args[1:])) }
+
+// run is the command with its arguments. It returns the exit status: 0
+// after the measurements (and after -h), 2 for bad flags, checked before
+// anything is allocated, and 1 when ratedb or ristretto refuses to be
+// built or a hit fails.
+func run(args []string) int {
+	fs := flag.NewFlagSet("membreak", flag.ContinueOnError)
+	n := fs.Int("keys", 1_000_000, "distinct windows (at least 1)")
+	hot := fs.Int64("maxhot", 1<<20, "MaxHotKeys (ratedb's default: 1<<20; at least 1)")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2 // fs printed the error and the usage
+	}
+	switch {
+	case fs.NArg() > 0:
+		log.Printf("membreak: unexpected argument %q (every setting is a flag: -h lists them)", fs.Arg(0))
+		return 2
+	case *n < 1:
+		log.Print("membreak: -keys must be at least 1")
+		return 2
+	case *hot < 1:
+		log.Print("membreak: -maxhot must be at least 1")
+		return 2
+	}
 	keys := make([]string, *n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("user-%010d", i) // 15 bytes
@@ -40,17 +66,20 @@ func main() {
 	h0 := heap()
 	db, err := ratedb.Open("", &ratedb.Options{MaxHotKeys: *hot})
 	if err != nil {
-		panic(err)
+		log.Printf("membreak: %v", err)
+		return 1
 	}
 	w, err := db.Window(ratedb.FixedWindow, time.Hour)
 	if err != nil {
-		panic(err)
+		log.Printf("membreak: %v", err)
+		return 1
 	}
 	h1 := heap()
 	ctx := context.Background()
 	for _, k := range keys {
 		if _, err := w.Hit(ctx, k, 1<<40, 1); err != nil {
-			panic(err)
+			log.Printf("membreak: hit: %v", err)
+			return 1
 		}
 	}
 	h2 := heap()
@@ -60,7 +89,8 @@ func main() {
 	fmt.Printf("  added per window:    %5.1f B\n", per(h2-h1))
 	fmt.Printf("  total:               %5.1f B/window\n", per(h2-h0))
 	if err := db.Close(); err != nil {
-		panic(err)
+		log.Printf("membreak: %v", err)
+		return 1
 	}
 
 	h0 = heap()
@@ -68,7 +98,8 @@ func main() {
 		NumCounters: 10 * *hot, MaxCost: *hot, BufferItems: 64, IgnoreInternalCost: true,
 	})
 	if err != nil {
-		panic(err)
+		log.Printf("membreak: %v", err)
+		return 1
 	}
 	h1 = heap()
 	v := new(int)
@@ -92,4 +123,5 @@ func main() {
 	fmt.Printf("map[uint64]*T grown to %d entries (ratedb's index is 256 of these): %.1f B/entry\n", *n, per(h1-h0))
 	runtime.KeepAlive(m)
 	runtime.KeepAlive(keys)
+	return 0
 }
