@@ -22,11 +22,12 @@ import (
 func main() { os.Exit(run(os.Args[1:])) }
 
 // run is the command with its arguments; it returns the exit status (0
-// after -h, 2 for bad flags, 1 for an error or a wrong count) once its
-// deferred clean-up (the profile, the temporary directory) has run.
+// after -h, 2 for bad flags, checked before anything is made, 1 for an
+// error or a wrong count) once its deferred clean-up (the profile, the
+// temporary directory) has run.
 func run(args []string) (code int) {
 	fs := flag.NewFlagSet("flood", flag.ContinueOnError)
-	keys := fs.Int("keys", 20_000_000, "distinct new keys, each hit once")
+	keys := fs.Int("keys", 20_000_000, "distinct new keys, each hit once (at least 1)")
 	hot := fs.Int64("maxhot", 1_000_000, "ratedb Options.MaxHotKeys")
 	backlog := fs.Int64("backlog", 0, "ratedb Options.MaxSnapshotBacklog (0: its default, 262,144)")
 	g := fs.Int("goroutines", 0, "goroutines hitting (0: GOMAXPROCS)")
@@ -38,6 +39,17 @@ func run(args []string) (code int) {
 		return 0
 	} else if err != nil {
 		return 2 // fs printed the error and the usage
+	}
+	switch {
+	case fs.NArg() > 0:
+		log.Printf("flood: unexpected argument %q (every setting is a flag: -h lists them)", fs.Arg(0))
+		return 2
+	case *keys < 1:
+		log.Print("flood: -keys must be at least 1")
+		return 2
+	case *g < 0:
+		log.Print("flood: -goroutines must not be negative (0: GOMAXPROCS)")
+		return 2
 	}
 	stopProfile, err := bench.StartCPUProfile(*cpuprofile)
 	if err != nil {

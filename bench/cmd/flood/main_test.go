@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +33,40 @@ func TestRunStopsProfileWhenTempDirFails(t *testing.T) {
 func TestRunSmall(t *testing.T) {
 	if code := run([]string{"-keys", "1000", "-maxhot", "100", "-dir", t.TempDir()}); code != 0 {
 		t.Fatalf("run returned %d, want 0", code)
+	}
+}
+
+// TestBadFlagsExitBeforeFlooding: each bad flag value makes run return 2
+// with a message naming it, before the CPU profile is started or anything
+// else made. -keys 0 used to flood nothing and return 0 (0 hits/s, a
+// result with nothing in it), -keys -1 to fail only after opening a
+// database, and a stray argument was ignored.
+func TestBadFlagsExitBeforeFlooding(t *testing.T) {
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no keys", []string{"-keys", "0"}, "flood: -keys must be at least 1"},
+		{"negative keys", []string{"-keys", "-1"}, "flood: -keys must be at least 1"},
+		{"negative goroutines", []string{"-keys", "10", "-goroutines", "-1"}, "flood: -goroutines must not be negative"},
+		{"argument", []string{"-keys", "10", "20"}, `flood: unexpected argument "20"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logged.Reset()
+			prof := filepath.Join(t.TempDir(), "cpu.pprof")
+			if code := run(append([]string{"-dir", t.TempDir(), "-cpuprofile", prof}, tc.args...)); code != 2 {
+				t.Errorf("run returned %d, want 2", code)
+			}
+			if !strings.Contains(logged.String(), tc.want) {
+				t.Errorf("the log lacks %q:\n%s", tc.want, logged.String())
+			}
+			if _, err := os.Stat(prof); !os.IsNotExist(err) {
+				t.Errorf("the CPU profile was started (stat: %v): the flags were checked too late", err)
+			}
+		})
 	}
 }
