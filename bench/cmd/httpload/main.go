@@ -21,8 +21,10 @@
 // of calls/s.
 //
 // Bad flag values exit 2 before anything is built or started; a target
-// that fails to start or be measured exits 1, after the services are
-// stopped and the temporary directory removed.
+// that fails to start or be measured, or any measured call that fails,
+// exits 1, after the services are stopped and the temporary directory
+// removed (the table is printed with its errors column, and -out is then
+// not written).
 package main
 
 import (
@@ -70,7 +72,8 @@ var targetNames = []string{"ratedb", "noop", "envoy-ratelimit"}
 // once its deferred clean-up (the services stopped, the temporary directory
 // removed) has run: 0 after a full run (and after -h), 2 for bad flags,
 // checked before anything is built or started, and 1 when a target fails to
-// start or be measured, or the -out file cannot be written.
+// start or be measured, a measured call fails (the table is printed, -out is
+// not written) or the -out file cannot be written.
 func command(args []string) int {
 	var o options
 	fs := flag.NewFlagSet("httpload", flag.ContinueOnError)
@@ -99,7 +102,7 @@ func command(args []string) int {
 		log.Printf("httpload: %v", err)
 		return 2
 	}
-	if err := run(o); err != nil {
+	if err := run(o, startTarget); err != nil {
 		log.Printf("httpload: %v", err)
 		return 1
 	}
@@ -153,7 +156,26 @@ type result struct {
 	note          string
 }
 
-func run(o options) error {
+// startTarget starts the target named name (one of targetNames), with
+// dir for its files.
+func startTarget(name, dir string, o options) (*target, error) {
+	switch name {
+	case "ratedb":
+		return startRatedb(dir, o)
+	case "noop":
+		return startNoop()
+	case "envoy-ratelimit":
+		return startEnvoyRatelimit(dir, o)
+	}
+	return nil, fmt.Errorf("unknown target %q", name)
+}
+
+// run measures the targets of o, each started by start, prints the table
+// and writes it to o.out. It returns an error when a target fails to start
+// or be measured, and when any measured call failed (a transport error, or
+// an answer the target's ok refuses): the table, printed with its errors
+// column, is then not written to o.out.
+func run(o options, start func(name, dir string, o options) (*target, error)) error {
 	dir, err := os.MkdirTemp("", "httpload-")
 	if err != nil {
 		return err
@@ -165,17 +187,7 @@ func run(o options) error {
 		// Targets take turns in every round, so that load from other
 		// processes on the machine falls on all of them alike.
 		for _, t := range targets {
-			var tg *target
-			switch t {
-			case "ratedb":
-				tg, err = startRatedb(dir, o)
-			case "noop":
-				tg, err = startNoop()
-			case "envoy-ratelimit":
-				tg, err = startEnvoyRatelimit(dir, o)
-			default:
-				return fmt.Errorf("unknown target %q", t)
-			}
+			tg, err := start(t, dir, o)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t, err)
 			}
@@ -192,11 +204,21 @@ func run(o options) error {
 		}
 	}
 	var results []summary
+	var failed int64
 	for _, t := range targets {
-		results = append(results, summarize(runs[t]))
+		s := summarize(runs[t])
+		results = append(results, s)
+		failed += s.errors
 	}
 	table := render(results, o)
 	fmt.Print(table)
+	if failed > 0 {
+		msg := fmt.Sprintf("%d measured calls failed (the errors column; each target's first is logged above): the figures are not valid", failed)
+		if o.out != "" {
+			msg += ", so " + o.out + " was not written"
+		}
+		return errors.New(msg)
+	}
 	if o.out != "" {
 		return os.WriteFile(o.out, []byte(table), 0o644)
 	}

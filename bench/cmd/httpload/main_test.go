@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -99,5 +103,60 @@ func TestBadFlagsExitBeforeStarting(t *testing.T) {
 				t.Errorf("left behind in TMPDIR: %s", e.Name())
 			}
 		})
+	}
+}
+
+// TestFailedCallsFail measures a target that answers every call 200 and
+// one that answers every other call 500 (each an httptest server started
+// by the start function run is given). The first run returns nil and
+// writes -out; the second must return an error and not write -out: it
+// used to print the table with its errors column, write it to -out and
+// exit 0, so a script took figures of failed calls for results. Both
+// leave nothing in TMPDIR.
+func TestFailedCallsFail(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	o := options{duration: 50 * time.Millisecond, conns: 2, rounds: 1, clients: 10, routes: 2, targets: "fake"}
+	startWith := func(fail bool) func(name, dir string, o options) (*target, error) {
+		return func(name, dir string, o options) (*target, error) {
+			var n atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if fail && n.Add(1)%2 == 0 {
+					w.WriteHeader(http.StatusInternalServerError)
+				}
+			}))
+			return &target{
+				url:    srv.URL,
+				header: http.Header{"Content-Type": {"application/json"}},
+				pids:   []int{os.Getpid()},
+				body:   checkBody,
+				ok:     func(s int, b []byte) bool { return s == http.StatusOK },
+				stop:   srv.Close,
+			}, nil
+		}
+	}
+
+	o.out = filepath.Join(t.TempDir(), "good.md")
+	if err := run(o, startWith(false)); err != nil {
+		t.Fatalf("every call answered 200: %v", err)
+	}
+	if b, err := os.ReadFile(o.out); err != nil || !strings.Contains(string(b), "| fake |") {
+		t.Fatalf("every call answered 200: -out (err %v) lacks the row:\n%s", err, b)
+	}
+
+	o.out = filepath.Join(t.TempDir(), "bad.md")
+	err := run(o, startWith(true))
+	if err == nil || !strings.Contains(err.Error(), "measured calls failed") {
+		t.Errorf("every other call answered 500: run returned %v, want the failed calls", err)
+	}
+	if _, err := os.Stat(o.out); !os.IsNotExist(err) {
+		t.Errorf("every other call answered 500: -out was written (stat: %v)", err)
+	}
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		t.Errorf("left behind in TMPDIR: %s", e.Name())
 	}
 }
