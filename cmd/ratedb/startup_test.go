@@ -214,7 +214,11 @@ func TestBadKeysRefusedByName(t *testing.T) {
 	}{
 		{"missing client file", nil, []string{"--api-keys-file", missing}, "--api-keys-file: keys: open " + missing},
 		{"missing admin file", nil, []string{"--admin-keys-file", missing}, "--admin-keys-file: keys: open " + missing},
-		{"empty admin file", nil, []string{"--admin-keys-file", empty}, "--admin-keys-file: keys: file holds no key"},
+		{"empty admin file", nil, []string{"--admin-keys-file", empty}, "--admin-keys-file: keys: no key in the file " + empty},
+		// A variable set to no key is refused as a file holding none is:
+		// it generated a development key, opening the check API to it.
+		{"client variable of commas", []string{"RATEDB_API_KEYS=,,"}, nil, "RATEDB_API_KEYS: keys: no key in the value, only commas and spaces: unset it to give none"},
+		{"admin variable of commas and spaces", []string{"RATEDB_ADMIN_KEYS= , "}, nil, "RATEDB_ADMIN_KEYS: keys: no key in the value, only commas and spaces: unset it to give none"},
 		{"long key in client file", nil, []string{"--api-keys-file", longFile}, "--api-keys-file: keys: a key of 306 bytes is longer than 256"},
 		{"long key in admin file", nil, []string{"--admin-keys-file", longFile}, "--admin-keys-file: keys: a key of 306 bytes is longer than 256"},
 		{"long client key in env", []string{"RATEDB_API_KEYS=good-key," + long}, nil, "RATEDB_API_KEYS: keys: a key of 306 bytes is longer than 256"},
@@ -236,6 +240,7 @@ func TestBadKeysRefusedByName(t *testing.T) {
 			assert.Contains(t, string(out), tc.want)
 			assert.NotContains(t, string(out), "SECRET", "a key is never shown")
 			assert.NotContains(t, string(out), "good-key", "a key is never shown")
+			assert.NotContains(t, string(out), "X-API-Key", "no development key is generated")
 			_, err = os.Stat(db)
 			assert.True(t, os.IsNotExist(err), "no state file created")
 		})

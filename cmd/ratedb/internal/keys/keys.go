@@ -27,8 +27,10 @@ const (
 	Admin
 )
 
-// ErrNoKeys is returned by Load when a keys file holds no key.
-var ErrNoKeys = errors.New("keys: file holds no key")
+// ErrNoKeys is returned by Load when a keys file, or a non-empty
+// environment value, holds no key (a value of only commas and spaces would
+// otherwise configure no key without a word).
+var ErrNoKeys = errors.New("keys: no key")
 
 // MaxKeyLen is the longest key accepted, in bytes; longer keys are unknown.
 const MaxKeyLen = 256
@@ -41,7 +43,8 @@ type Keys struct {
 
 // Source says where keys come from: a file (one key per line; blank lines
 // and lines starting with '#' are ignored; surrounding spaces trimmed) or,
-// when File is "", a comma-separated environment value.
+// when File is "", a comma-separated environment value (empty: no key, as
+// when the variable is unset).
 type Source struct {
 	File string
 	Env  string
@@ -51,8 +54,9 @@ type Source struct {
 	Name string
 }
 
-// Load reads the client and admin keys. A file that is given must hold at
-// least one key (ErrNoKeys otherwise).
+// Load reads the client and admin keys. A file that is given, and an
+// environment value that is not empty, must hold at least one key
+// (ErrNoKeys otherwise).
 func Load(client, admin Source) (*Keys, error) {
 	k := &Keys{}
 	var err error
@@ -90,13 +94,17 @@ func load(s Source) ([][sha256.Size]byte, error) {
 			}
 		}
 		if len(raw) == 0 {
-			return nil, fmt.Errorf("%w: %s", ErrNoKeys, s.File)
+			return nil, fmt.Errorf("%w in the file %s", ErrNoKeys, s.File)
 		}
 	} else {
 		for _, k := range strings.Split(s.Env, ",") {
 			if k = strings.TrimSpace(k); k != "" {
 				raw = append(raw, k)
 			}
+		}
+		if s.Env != "" && len(raw) == 0 {
+			// Only commas and spaces: never shown, as a value never is.
+			return nil, fmt.Errorf("%w in the value, only commas and spaces: unset it to give none", ErrNoKeys)
 		}
 	}
 	out := make([][sha256.Size]byte, 0, len(raw))

@@ -37,6 +37,12 @@ func TestLoadErrors(t *testing.T) {
 	assert.ErrorIs(t, err, keys.ErrNoKeys)
 	_, err = keys.Load(keys.Source{File: filepath.Join(dir, "missing")}, keys.Source{})
 	assert.Error(t, err)
+	for _, env := range []string{",", ",,", " , ", "\t"} {
+		_, err = keys.Load(keys.Source{Env: env, Name: "RATEDB_API_KEYS"}, keys.Source{})
+		assert.ErrorIs(t, err, keys.ErrNoKeys, "%q", env)
+		_, err = keys.Load(keys.Source{}, keys.Source{Env: env, Name: "RATEDB_ADMIN_KEYS"})
+		assert.ErrorIs(t, err, keys.ErrNoKeys, "%q", env)
+	}
 	k, err := keys.Load(keys.Source{}, keys.Source{})
 	require.NoError(t, err)
 	assert.False(t, k.HasClientKeys())
