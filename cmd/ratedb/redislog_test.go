@@ -44,3 +44,19 @@ func TestRedisDownLogsAreJSON(t *testing.T) {
 		assert.NoError(t, json.Unmarshal([]byte(line), &v), "not a JSON log line: %s", line)
 	}
 }
+
+// --log-format takes its value in any case, as --log-level does: JSON and
+// Warn were refused, json and warn accepted, and a configuration written
+// with the level's case for both did not start.
+func TestLogFormatAndLevelInAnyCase(t *testing.T) {
+	t.Parallel()
+	s := start(t, filepath.Join(t.TempDir(), "s.db"), "--log-format", "JSON", "--log-level", "Info")
+	assert.Equal(t, "Allow", s.check("c", "/r").Status)
+	assert.Equal(t, 0, s.stop(15), "SIGTERM: a graceful stop")
+	out := strings.TrimSpace(s.stderr.String())
+	require.NotEmpty(t, out)
+	for _, line := range strings.Split(out, "\n") {
+		var v map[string]any
+		assert.NoError(t, json.Unmarshal([]byte(line), &v), "not a JSON log line: %s", line)
+	}
+}

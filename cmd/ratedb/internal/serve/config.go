@@ -59,7 +59,7 @@ func (c *Config) validate() error {
 	if c.DenyStatus != http.StatusOK && c.DenyStatus != http.StatusTooManyRequests {
 		p = append(p, fmt.Sprintf("--deny-status %d: use 200 or 429", c.DenyStatus))
 	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
+	if f := strings.ToLower(c.LogFormat); f != "text" && f != "json" {
 		p = append(p, fmt.Sprintf("--log-format %q: use text or json", c.LogFormat))
 	}
 	if lvl, err := parseLevel(c.LogLevel); err != nil {
@@ -159,12 +159,13 @@ func parseLevel(s string) (slog.Level, error) {
 	return 0, fmt.Errorf("--log-level %q: use debug, info, warn or error", s)
 }
 
-// NewLogger returns the service's logger writing to w, as --log-format and
-// --log-level ask (an invalid level, which Run refuses, logs at info).
+// NewLogger returns the service's logger writing to w, as --log-format
+// (text or json, in any case, as --log-level) and --log-level ask (an
+// invalid level, which Run refuses, logs at info; an invalid format, text).
 func NewLogger(c *Config, w io.Writer) *slog.Logger {
 	lvl, _ := parseLevel(c.LogLevel)
 	opts := &slog.HandlerOptions{Level: lvl}
-	if c.LogFormat == "json" {
+	if strings.EqualFold(c.LogFormat, "json") {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
