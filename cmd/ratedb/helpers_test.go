@@ -74,7 +74,8 @@ type service struct {
 var addrRE = regexp.MustCompile(`msg=listening addr=(\S+)|"msg":"listening","addr":"([^"]+)"`)
 
 // start runs `ratedb serve` on a free loopback port with the state file db
-// and the test keys, and waits until it listens.
+// and the test keys, and waits until it listens. With --redis in args, db
+// is not passed (serve refuses --db with --redis): give "".
 func start(t *testing.T, db string, args ...string) *service {
 	t.Helper()
 	return startEnv(t, db, []string{"RATEDB_API_KEYS=" + clientKey, "RATEDB_ADMIN_KEYS=" + adminKey}, args...)
@@ -89,7 +90,11 @@ func startNoKeys(t *testing.T, db string, args ...string) *service {
 func startEnv(t *testing.T, db string, env []string, args ...string) *service {
 	t.Helper()
 	s := &service{t: t, db: db, stderr: &proctest.SyncBuffer{}, done: make(chan struct{})}
-	all := append([]string{"serve", "--http", "127.0.0.1:0", "--db", db}, args...)
+	all := []string{"serve", "--http", "127.0.0.1:0"}
+	if !givesRedis(args) {
+		all = append(all, "--db", db)
+	}
+	all = append(all, args...)
 	s.cmd = exec.Command(binary(t), all...)
 	s.cmd.Env = append(os.Environ(), env...)
 	pr, pw := io.Pipe()
@@ -127,6 +132,18 @@ func startEnv(t *testing.T, db string, env []string, args ...string) *service {
 		t.Fatalf("ratedb serve did not listen in time\n%s", s.stderr)
 	}
 	return s
+}
+
+// givesRedis reports whether args give --redis (with one dash or two, its
+// value apart or after '=').
+func givesRedis(args []string) bool {
+	for _, a := range args {
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if a == "redis" || strings.HasPrefix(a, "redis=") {
+			return true
+		}
+	}
+	return false
 }
 
 // stop sends sig and waits for the process to exit, returning its exit code.

@@ -171,8 +171,8 @@ func runServe(args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var c serve.Config
 	fs.StringVar(&c.HTTP, "http", "127.0.0.1:8080", "`ADDR` of the JSON API, admin API, /metrics, /healthz and /readyz")
-	fs.StringVar(&c.DB, "db", "./ratedb.db", "embedded state `PATH` (rules are kept beside it in PATH.rules.json)")
-	fs.StringVar(&c.Redis, "redis", "", "keep state in Redis instead: `URL` redis://host:port/db, or a Cluster as a comma list of addresses (counts and rules shared by every instance; --db is then unused)")
+	fs.StringVar(&c.DB, "db", "./ratedb.db", "embedded state `PATH` (rules are kept beside it in PATH.rules.json); not with --redis")
+	fs.StringVar(&c.Redis, "redis", "", "keep state in Redis instead: `URL` redis://host:port/db, or a Cluster as a comma list of addresses (counts and rules shared by every instance); not with --db")
 	fs.StringVar(&c.APIKeysFile, "api-keys-file", "", "client API keys `PATH`, one per line; or env RATEDB_API_KEYS (comma-separated), not both; a file, or a variable that is not empty, must hold a key. With no key at all (client or admin), a development client key is generated and printed once; with admin keys only, only they may check")
 	fs.StringVar(&c.AdminKeysFile, "admin-keys-file", "", "admin API keys `PATH`, same format; or env RATEDB_ADMIN_KEYS, not both. Admin keys manage rules and may also check")
 	fs.Int64Var(&c.DefaultLimit, "default-limit", 100, "limit `N` of the default rule (applies when no rule matches)")

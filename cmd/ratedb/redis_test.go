@@ -30,8 +30,8 @@ func TestRedisSharedCountsAndRules(t *testing.T) {
 		// take longer than the default 100 ms for a call.
 		"--redis-timeout", "5s"}
 	// Two instances on one Redis share every count.
-	a := start(t, filepath.Join(t.TempDir(), "unused.db"), args...)
-	b := start(t, filepath.Join(t.TempDir(), "unused.db"), args...)
+	a := start(t, "", args...)
+	b := start(t, "", args...)
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -61,7 +61,7 @@ func TestRedisSharedCountsAndRules(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // polling another process's periodic reload
 	}
 	require.Equal(t, 0, a.stop(syscall.SIGTERM))
-	a = start(t, filepath.Join(t.TempDir(), "unused.db"), args...)
+	a = start(t, "", args...)
 	d := a.check("vip", "/r")
 	assert.Equal(t, int64(3), d.Limit, "the rule survives the restart")
 	assert.Equal(t, int64(1), d.Remain, "and so does the count")
@@ -73,8 +73,8 @@ func TestRedisDown(t *testing.T) {
 	t.Parallel()
 	addr, kill := proctest.StartRedis(t)
 	url := "redis://" + addr + "/0"
-	closed := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", url)
-	open := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", url, "--fail-open")
+	closed := start(t, "", "--redis", url)
+	open := start(t, "", "--redis", url, "--fail-open")
 	assert.Equal(t, "Allow", closed.check("c", "/r").Status)
 	kill()
 
@@ -121,7 +121,7 @@ func TestRedisNotAnsweringAtStartExitsWithinItsBound(t *testing.T) {
 	addr := proctest.StartStoppedRedis(t)
 	binary(t) // built before the clock starts
 	begin := time.Now()
-	_, stderr, code := runToolWithin(t, 30*time.Second, "serve", "--http", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "unused.db"),
+	_, stderr, code := runToolWithin(t, 30*time.Second, "serve", "--http", "127.0.0.1:0",
 		"--redis", "redis://"+addr+"/0", "--fail-open")
 	elapsed := time.Since(begin)
 	assert.Equal(t, 1, code, stderr)
@@ -140,10 +140,10 @@ func TestRedisInvalidStoredRuleIsRepairedThroughTheAPI(t *testing.T) {
 	t.Parallel()
 	addr, _ := proctest.StartRedis(t)
 	args := []string{"--redis", "redis://" + addr + "/0", "--redis-timeout", "5s"}
-	a := start(t, filepath.Join(t.TempDir(), "unused.db"), args...)
+	a := start(t, "", args...)
 	code, _, body := a.do("PUT", "/v1/rules/good", adminKey, `{"client_id":"g","route":"*","limit":3,"window":"1h"}`)
 	require.Equal(t, http.StatusCreated, code, body)
-	peer := start(t, filepath.Join(t.TempDir(), "unused.db"), args...) // an instance that rereads the rules
+	peer := start(t, "", args...) // an instance that rereads the rules
 	assert.Equal(t, int64(3), peer.check("g", "/r").Limit)
 
 	c := redis.NewClient(&redis.Options{Addr: addr})
@@ -171,7 +171,7 @@ func TestRedisInvalidStoredRuleIsRepairedThroughTheAPI(t *testing.T) {
 
 	ctx30, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	b := exec.CommandContext(ctx30, binary(t), append([]string{"serve", "--http", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "unused.db")}, args...)...)
+	b := exec.CommandContext(ctx30, binary(t), append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
 	b.Env = append(os.Environ(), "RATEDB_API_KEYS="+clientKey, "RATEDB_ADMIN_KEYS="+adminKey)
 	out, err := b.CombinedOutput()
 	require.Error(t, err, "an instance does not start on a rule it refuses")
@@ -179,7 +179,7 @@ func TestRedisInvalidStoredRuleIsRepairedThroughTheAPI(t *testing.T) {
 
 	code, _, body = a.do("DELETE", "/v1/rules/bad", adminKey, "")
 	require.Equal(t, http.StatusOK, code, body)
-	a2 := start(t, filepath.Join(t.TempDir(), "unused.db"), args...)
+	a2 := start(t, "", args...)
 	assert.Equal(t, int64(3), a2.check("g", "/r").Limit)
 	assert.Equal(t, int64(5), a2.check("o", "/r").Limit)
 }
@@ -191,7 +191,7 @@ func TestRedisLostRulesAreLogged(t *testing.T) {
 	t.Parallel()
 	addr, _ := proctest.StartRedis(t)
 	args := []string{"--redis", "redis://" + addr + "/0", "--redis-timeout", "5s"}
-	a := start(t, filepath.Join(t.TempDir(), "unused.db"), args...)
+	a := start(t, "", args...)
 	code, _, body := a.do("PUT", "/v1/rules/vip", adminKey, `{"client_id":"vip","route":"*","limit":3,"window":"1h"}`)
 	require.Equal(t, http.StatusCreated, code, body)
 	assert.Equal(t, int64(3), a.check("vip", "/r").Limit)
@@ -213,7 +213,7 @@ func TestRedisLostRulesAreLogged(t *testing.T) {
 func TestRedisOneClusterNodeRefused(t *testing.T) {
 	t.Parallel()
 	addrs := proctest.StartCluster(t)
-	_, stderr, code := runToolWithin(t, 30*time.Second, "serve", "--http", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "unused.db"),
+	_, stderr, code := runToolWithin(t, 30*time.Second, "serve", "--http", "127.0.0.1:0",
 		"--redis", "redis://"+addrs[0])
 	assert.Equal(t, 1, code, stderr)
 	assert.Contains(t, stderr, "one node of a Redis Cluster")
@@ -233,7 +233,7 @@ func TestRedisReadyzFollowsWhatChecksNeed(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	ctx := context.Background()
-	s := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", "redis://"+addr+"/0", "--redis-timeout", "1s")
+	s := start(t, "", "--redis", "redis://"+addr+"/0", "--redis-timeout", "1s")
 	eventually := s.eventuallyReady
 	checkCode := func() int {
 		code, _, _ := s.do("POST", "/v1/check", clientKey, `{"client_id":"c","route":"/r"}`)
@@ -270,7 +270,7 @@ func TestRedisReadyzFollowsWhatChecksNeed(t *testing.T) {
 	// Slower than --redis-timeout (here 100 ms): Redis holds every command
 	// for 600 ms, less than a second. A check then answers 503; so must a
 	// readiness check that starts during the pause.
-	fast := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", "redis://"+addr+"/0")
+	fast := start(t, "", "--redis", "redis://"+addr+"/0")
 	pauser := redis.NewClient(&redis.Options{Addr: addr})
 	defer pauser.Close()
 	seen := false
@@ -315,7 +315,7 @@ func TestRedisRestartNeedsNoServiceRestart(t *testing.T) {
 	persistent := []string{"--save", "", "--appendonly", "yes", "--appendfsync", "always"}
 	kill := proctest.StartRedisAt(t, addr, dir, persistent...)
 	// Recovery, not latency, is under test.
-	s := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", "redis://"+addr+"/0", "--redis-timeout", "1s")
+	s := start(t, "", "--redis", "redis://"+addr+"/0", "--redis-timeout", "1s")
 	code, _, body := s.do("PUT", "/v1/rules/vip", adminKey, `{"client_id":"vip","route":"*","limit":5,"window":"1h"}`)
 	require.Equal(t, http.StatusCreated, code, body)
 	s.check("vip", "/r")
@@ -379,7 +379,7 @@ func TestRedisEvictingPolicyIsWarnedAtStart(t *testing.T) {
 			proctest.StartRedisAt(t, addr, t.TempDir(), append([]string{"--save", "", "--appendonly", "no"}, tc.args...)...)
 			// The check is bounded by --redis-timeout: a loaded machine
 			// may take longer than the default 100 ms for it.
-			s := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", "redis://"+addr+"/0", "--redis-timeout", "5s")
+			s := start(t, "", "--redis", "redis://"+addr+"/0", "--redis-timeout", "5s")
 			// Logged before the service listens, which start waited for.
 			out := s.stderr.String()
 			found := warning.FindAllStringSubmatch(out, -1)

@@ -22,7 +22,7 @@ import (
 func TestRedisDownLogsAreJSON(t *testing.T) {
 	t.Parallel()
 	addr, kill := proctest.StartRedis(t)
-	s := start(t, filepath.Join(t.TempDir(), "unused.db"), "--redis", "redis://"+addr+"/0", "--log-format", "json")
+	s := start(t, "", "--redis", "redis://"+addr+"/0", "--log-format", "json")
 	assert.Equal(t, "Allow", s.check("c", "/r").Status)
 	kill()
 	start := time.Now()

@@ -55,6 +55,8 @@ func TestFlagsWithoutTheirFeatureRefused(t *testing.T) {
 		{[]string{"--log-keys"}, "--log-keys needs --log-level debug"},
 		{[]string{"--log-keys", "--log-level", "warn"}, "--log-keys needs --log-level debug"},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "--snapshot-period", "100ms"}, "--snapshot-period applies only to the embedded file"},
+		// The loop gives --db: with --redis, the file is never opened.
+		{[]string{"--redis", "redis://127.0.0.1:1/0"}, "--db applies only to the embedded file (with --redis, the counts and rules live in Redis): omit --db"},
 		{[]string{"--envoy-independent"}, "--envoy-independent needs --grpc"},
 		{[]string{"--envoy-config-poll", "5s"}, "need --envoy-config"},
 		{[]string{"--grpc", "127.0.0.1:0", "--envoy-config-merge-domains"}, "need --envoy-config"},
@@ -67,6 +69,7 @@ func TestFlagsWithoutTheirFeatureRefused(t *testing.T) {
 		assert.Equal(t, 1, code, "%v", tc.args)
 		assert.Contains(t, stderr, tc.want, "%v", tc.args)
 	}
+	assert.NoFileExists(t, db, "a refused start creates no state")
 }
 
 // Durations that would make the service spin, or skip its graceful

@@ -46,6 +46,18 @@ func TestMain(m *testing.M) {
 
 const adminKey = "e2e-admin-key-0123456789"
 
+// givesRedis reports whether args give --redis (with one dash or two, its
+// value apart or after '=').
+func givesRedis(args []string) bool {
+	for _, a := range args {
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if a == "redis" || strings.HasPrefix(a, "redis=") {
+			return true
+		}
+	}
+	return false
+}
+
 type proc struct {
 	cmd      *exec.Cmd
 	logs     *proctest.SyncBuffer
@@ -56,6 +68,8 @@ type proc struct {
 
 // startProc starts `ratedb serve` with a state file db, --grpc and --http on
 // loopback port 0 and extra flags, and waits until both listeners are up.
+// With --redis in extra, db is not passed (serve refuses --db with
+// --redis): give "".
 func startProc(t *testing.T, db string, extra ...string) *proc {
 	t.Helper()
 	return startProcWith(t, nil, db, extra...)
@@ -65,7 +79,11 @@ func startProc(t *testing.T, db string, extra ...string) *proc {
 // process, to run it as another user.
 func startProcWith(t *testing.T, attr *syscall.SysProcAttr, db string, extra ...string) *proc {
 	t.Helper()
-	args := append([]string{"serve", "--db", db, "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--log-format", "json"}, extra...)
+	args := []string{"serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--log-format", "json"}
+	if !givesRedis(extra) {
+		args = append(args, "--db", db)
+	}
+	args = append(args, extra...)
 	cmd := exec.Command(binary, args...)
 	cmd.SysProcAttr = attr
 	cmd.Env = append(os.Environ(), "RATEDB_API_KEYS=e2e-client-key-0123456789", "RATEDB_ADMIN_KEYS="+adminKey)

@@ -3,7 +3,6 @@ package envoye2e_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -27,8 +26,8 @@ func TestStoreDownIsUnavailable(t *testing.T) {
 	addr, kill := proctest.StartRedis(t)
 	url := "redis://" + addr + "/0"
 	cfg := configDir(t)
-	closed := startProc(t, filepath.Join(t.TempDir(), "unused.db"), "--envoy-config", cfg, "--redis", url)
-	open := startProc(t, filepath.Join(t.TempDir(), "unused.db"), "--envoy-config", cfg, "--redis", url, "--fail-open")
+	closed := startProc(t, "", "--envoy-config", cfg, "--redis", url)
+	open := startProc(t, "", "--envoy-config", cfg, "--redis", url, "--fail-open")
 	cClosed, cOpen := closed.client(t, nil), open.client(t, nil)
 
 	clearOfBoundary(24*time.Hour, time.Minute)
@@ -65,8 +64,8 @@ func TestRedisSetsAcrossInstancesAreAllOrNothing(t *testing.T) {
 	// Exactness, not latency, is under test: a loaded CI machine may take
 	// longer than the default 100 ms for a call.
 	procs := []*proc{
-		startProc(t, filepath.Join(t.TempDir(), "unused.db"), "--envoy-config", cfg, "--redis", url, "--redis-timeout", "5s"),
-		startProc(t, filepath.Join(t.TempDir(), "unused.db"), "--envoy-config", cfg, "--redis", url, "--redis-timeout", "5s"),
+		startProc(t, "", "--envoy-config", cfg, "--redis", url, "--redis-timeout", "5s"),
+		startProc(t, "", "--envoy-config", cfg, "--redis", url, "--redis-timeout", "5s"),
 	}
 	clearOfBoundary(time.Hour, time.Minute)
 	const workers, rounds, perRound = 32, 12, 2

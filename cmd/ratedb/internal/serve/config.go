@@ -86,6 +86,11 @@ func (c *Config) validate() error {
 	if c.Given["redis"] && c.Redis == "" {
 		p = append(p, "--redis is empty: omit it to keep the state in the --db file")
 	}
+	// The state file is not opened with --redis: a --db given too would
+	// say that counts are kept in a file that is never written.
+	if c.Given["db"] && c.Redis != "" {
+		p = append(p, "--db applies only to the embedded file (with --redis, the counts and rules live in Redis): omit --db")
+	}
 	if c.Given["grpc"] && c.Envoy.GRPC == "" {
 		p = append(p, "--grpc is empty: omit it to serve no gRPC")
 	}
