@@ -16,6 +16,7 @@ import (
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/envoyconf"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/grpcapi"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/metrics"
+	"google.golang.org/grpc"
 )
 
 // EnvoyConfig is what the Envoy rate limit service is told by its flags
@@ -161,7 +162,12 @@ func startEnvoy(e EnvoyConfig, tlsConf *tls.Config, cr *core.Core, m *metrics.Me
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() {
-		if err := g.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
+		if testBeforeGRPCServe != nil {
+			testBeforeGRPCServe()
+		}
+		// ErrServerStopped: the stop came before Serve (a signal during
+		// the start), which then only closes ln; nothing was served.
+		if err := g.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, grpc.ErrServerStopped) {
 			log.Error("gRPC server stopped", "err", err)
 		}
 		done <- struct{}{}
@@ -197,7 +203,13 @@ func startEnvoy(e EnvoyConfig, tlsConf *tls.Config, cr *core.Core, m *metrics.Me
 		health.Shutdown()
 		cancel()
 		stopped := make(chan struct{})
-		go func() { g.GracefulStop(); close(stopped) }()
+		go func() {
+			g.GracefulStop()
+			if testAfterGRPCGracefulStop != nil {
+				testAfterGRPCGracefulStop()
+			}
+			close(stopped)
+		}()
 		forced := false
 		select {
 		case <-stopped:
@@ -216,6 +228,11 @@ func startEnvoy(e EnvoyConfig, tlsConf *tls.Config, cr *core.Core, m *metrics.Me
 	}
 	return &envoyService{srv: srv, stopFn: stop}, nil
 }
+
+// testBeforeGRPCServe, when set by a test, runs in the gRPC server's
+// goroutine before it calls Serve; testAfterGRPCGracefulStop, when set,
+// runs once the graceful stop of the gRPC server has returned.
+var testBeforeGRPCServe, testAfterGRPCGracefulStop func()
 
 // stop stops accepting gRPC calls and waits for those in flight until ctx
 // is done, then cuts off those still open. It reports whether it had to

@@ -106,3 +106,28 @@ func TestSilentGRPCConnectionDoesNotHoldShutdown(t *testing.T) {
 	require.NoError(t, err, "stopped gracefully, nothing cut off")
 	assert.Contains(t, out.String(), "final snapshot written")
 }
+
+// A signal that arrives during the start, before the gRPC server's
+// goroutine has called Serve, stops the service gracefully without an
+// ERROR line: Serve, called after the stop, returns grpc.ErrServerStopped,
+// which is no failure (nothing was served). The hooks make that order
+// certain: Serve waits until the graceful stop has returned.
+func TestGRPCStoppedBeforeServingLogsNoError(t *testing.T) {
+	stopped := make(chan struct{})
+	testBeforeGRPCServe = func() { <-stopped }
+	testAfterGRPCGracefulStop = func() { close(stopped) }
+	defer func() { testBeforeGRPCServe, testAfterGRPCGracefulStop = nil, nil }()
+	c := Config{
+		HTTP: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "state.db"),
+		APIKeysEnv: "k", DefaultLimit: 10, DefaultWindow: time.Minute, DefaultAlgorithm: "fixed",
+		DenyStatus: 200, LogFormat: "text", LogLevel: "info",
+		SnapshotPeriod: time.Second, ShutdownTimeout: 30 * time.Second,
+		Envoy: EnvoyConfig{GRPC: "127.0.0.1:0"},
+	}
+	out := &proctest.SyncBuffer{}
+	stop := make(chan struct{})
+	close(stop) // the signal came before Run reached its wait
+	require.NoError(t, Run(c, out, stop), out.String())
+	assert.NotContains(t, out.String(), "level=ERROR")
+	assert.Contains(t, out.String(), "final snapshot written")
+}
