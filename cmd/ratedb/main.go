@@ -181,7 +181,7 @@ func runServe(args []string, stderr io.Writer) error {
 	fs.StringVar(&c.Rules, "rules", "", "YAML or JSON rules file `PATH` imported at start (replacing stored rules of the same name)")
 	fs.IntVar(&c.DenyStatus, "deny-status", 200, "HTTP status of a Deny decision: 200 (as the reference service) or 429")
 	fs.BoolVar(&c.FailOpen, "fail-open", false, "with --redis: allow when the store is unavailable (default: answer 503)")
-	fs.DurationVar(&c.RedisTimeout, "redis-timeout", redisstate.Timeout, "with --redis: bound on each check's Redis call; past it the check answers 503 (or Allow with --fail-open). /readyz's probe and the start's read of maxmemory-policy get it too; rule reads and changes get ten times it, at least 1s")
+	fs.DurationVar(&c.RedisTimeout, "redis-timeout", redisstate.Timeout, "with --redis: bound on each check's Redis call; past it the check answers 503 (or Allow with --fail-open). /readyz's probe and the start's read of maxmemory-policy get it too; rule reads and changes get ten times it, at least 1s. At most 1h")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json, in any case")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error, in any case")
 	fs.BoolVar(&c.LogKeys, "log-keys", false, "allow client ids and routes in debug logs; needs --log-level debug (API keys are never logged)")

@@ -393,3 +393,21 @@ func TestRedisEvictingPolicyIsWarnedAtStart(t *testing.T) {
 		})
 	}
 }
+
+// --redis-timeout is at most 1h: rule reads and changes get ten times it,
+// which overflowed time.Duration past about 29 years (2562047h, the
+// largest duration, gave a negative bound, taken as 1 s). 1h itself
+// serves.
+func TestRedisTimeoutBounded(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"1h0m0.001s", "2562047h"} {
+		_, stderr, code := runTool(t, "serve", "--http", "127.0.0.1:0", "--redis", "redis://127.0.0.1:1/0", "--redis-timeout", v)
+		assert.Equal(t, 1, code, "--redis-timeout %s: %s", v, stderr)
+		assert.Contains(t, stderr, "--redis-timeout must be at most 1h0m0s", "--redis-timeout %s", v)
+		assert.NotContains(t, stderr, "listening", "--redis-timeout %s", v)
+	}
+	addr, _ := proctest.StartRedis(t)
+	s := start(t, "", "--redis", "redis://"+addr+"/0", "--redis-timeout", "1h")
+	assert.Equal(t, "Allow", s.check("c", "/r").Status)
+	assert.Equal(t, 0, s.stop(syscall.SIGTERM), s.stderr.String())
+}

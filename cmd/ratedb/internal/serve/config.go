@@ -53,6 +53,11 @@ type Config struct {
 // an idle server spin).
 const minSnapshotPeriod = time.Millisecond
 
+// maxRedisTimeout is the longest --redis-timeout. Rule reads and changes
+// get ten times it, which must not overflow a time.Duration (past about 29
+// years it did); no Redis call is worth waiting an hour for.
+const maxRedisTimeout = time.Hour
+
 // validate reports every problem of c at once.
 func (c *Config) validate() error {
 	var p []string
@@ -105,6 +110,9 @@ func (c *Config) validate() error {
 	}
 	if c.Redis != "" && c.RedisTimeout <= 0 {
 		p = append(p, "--redis-timeout must be positive")
+	}
+	if c.Redis != "" && c.RedisTimeout > maxRedisTimeout {
+		p = append(p, fmt.Sprintf("--redis-timeout must be at most %v", maxRedisTimeout))
 	}
 	if c.Given["snapshot-period"] && c.Redis != "" {
 		p = append(p, "--snapshot-period applies only to the embedded file (with --redis, Redis keeps the counts)")
