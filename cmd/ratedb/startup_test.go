@@ -21,6 +21,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/fileread"
 )
 
 // A listen address that cannot be bound, --http's or --grpc's, ends the
@@ -297,4 +299,41 @@ func TestLogKeysAtDebug(t *testing.T) {
 	s.check("visible-client", "/visible-route")
 	require.Equal(t, 0, s.stop(syscall.SIGTERM))
 	assert.Contains(t, s.stderr.String(), "client_id=visible-client route=/visible-route")
+}
+
+// The keys, rules and TLS files are read with a bound, fileread.MaxSize
+// (16 MiB): a larger file, or a device such as /dev/zero (which was read
+// until memory ran out), ends the start with a message naming the flag and
+// the file, before the state is opened. The file here is sparse.
+func TestOversizedFilesRefusedByName(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cert, key := writeSelfSigned(t, dir)
+	big := filepath.Join(dir, "big")
+	require.NoError(t, os.WriteFile(big, nil, 0o600))
+	require.NoError(t, os.Truncate(big, fileread.MaxSize+1))
+	grpc := []string{"--grpc", "127.0.0.1:0"}
+	for _, tc := range []struct {
+		flag string
+		args []string
+	}{
+		{"--api-keys-file", []string{"--api-keys-file", big}},
+		{"--admin-keys-file", []string{"--admin-keys-file", big}},
+		{"--rules", []string{"--rules", big}},
+		{"--grpc-tls-cert, --grpc-tls-key", append(grpc, "--grpc-tls-cert", big, "--grpc-tls-key", key)},
+		{"--grpc-tls-cert, --grpc-tls-key", append(grpc, "--grpc-tls-cert", cert, "--grpc-tls-key", big)},
+		{"--grpc-client-ca", append(grpc, "--grpc-tls-cert", cert, "--grpc-tls-key", key, "--grpc-client-ca", big)},
+	} {
+		db := filepath.Join(t.TempDir(), "s.db")
+		cmd := exec.Command(binary(t), append([]string{"serve", "--db", db, "--http", "127.0.0.1:0"}, tc.args...)...)
+		cmd.Env = append(os.Environ(), "RATEDB_API_KEYS=", "RATEDB_ADMIN_KEYS=")
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%v: %s", tc.args, out)
+		assert.Equal(t, 1, ee.ExitCode(), "%v: %s", tc.args, out)
+		assert.Contains(t, string(out), tc.flag+": ", "%v", tc.args)
+		assert.Contains(t, string(out), big+": fileread: file larger than 16 MiB (16777216 bytes)", "%v", tc.args)
+		assert.NotContains(t, string(out), "listening", "%v", tc.args)
+		assert.NoFileExists(t, db, "%v: the state file was opened before the file was read", tc.args)
+	}
 }

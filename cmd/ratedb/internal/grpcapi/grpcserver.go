@@ -5,11 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/fileread"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -27,7 +27,8 @@ var ErrTLSConfig = errors.New("grpcapi: invalid TLS configuration")
 // and keyFile must be given together; clientCAFile, when given, requires and
 // verifies client certificates signed by it (mutual TLS, as Envoy's
 // rate_limit_service cluster can be configured to present). All three
-// empty returns nil: plaintext.
+// empty returns nil: plaintext. A file of more than fileread.MaxSize bytes
+// is refused (an error wrapping fileread.ErrTooLarge).
 func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	if certFile == "" && keyFile == "" {
 		if clientCAFile != "" {
@@ -38,13 +39,22 @@ func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	if certFile == "" || keyFile == "" {
 		return nil, fmt.Errorf("%w: the certificate and the key must be given together", ErrTLSConfig)
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	// tls.LoadX509KeyPair, with the files' size bounded.
+	certPEM, err := fileread.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTLSConfig, err)
+	}
+	keyPEM, err := fileread.ReadFile(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTLSConfig, err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTLSConfig, err)
 	}
 	conf := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if clientCAFile != "" {
-		pem, err := os.ReadFile(clientCAFile)
+		pem, err := fileread.ReadFile(clientCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrTLSConfig, err)
 		}

@@ -11,8 +11,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/fileread"
 )
 
 // Role is what a key may do.
@@ -42,7 +43,9 @@ type Keys struct {
 }
 
 // Source says where keys come from: a file (one key per line; blank lines
-// and lines starting with '#' are ignored; surrounding spaces trimmed) or,
+// and lines starting with '#' are ignored; surrounding spaces trimmed; at
+// most fileread.MaxSize bytes, or Load returns an error wrapping
+// fileread.ErrTooLarge) or,
 // when File is "", a comma-separated environment value (empty: no key, as
 // when the variable is unset).
 type Source struct {
@@ -80,7 +83,7 @@ func (s Source) named(err error) error {
 func load(s Source) ([][sha256.Size]byte, error) {
 	var raw []string
 	if s.File != "" {
-		b, err := os.ReadFile(s.File)
+		b, err := fileread.ReadFile(s.File)
 		if err != nil {
 			return nil, fmt.Errorf("keys: %w", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/fileread"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -37,6 +38,12 @@ func TestLoadErrors(t *testing.T) {
 	assert.ErrorIs(t, err, keys.ErrNoKeys)
 	_, err = keys.Load(keys.Source{File: filepath.Join(dir, "missing")}, keys.Source{})
 	assert.Error(t, err)
+	big := filepath.Join(dir, "big") // sparse
+	require.NoError(t, os.WriteFile(big, nil, 0o600))
+	require.NoError(t, os.Truncate(big, fileread.MaxSize+1))
+	_, err = keys.Load(keys.Source{}, keys.Source{File: big, Name: "--admin-keys-file"})
+	assert.ErrorIs(t, err, fileread.ErrTooLarge)
+	assert.ErrorContains(t, err, "--admin-keys-file: keys: "+big+": ")
 	for _, env := range []string{",", ",,", " , ", "\t"} {
 		_, err = keys.Load(keys.Source{Env: env, Name: "RATEDB_API_KEYS"}, keys.Source{})
 		assert.ErrorIs(t, err, keys.ErrNoKeys, "%q", env)

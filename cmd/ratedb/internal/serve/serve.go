@@ -8,10 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/fileread"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/httpapi"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/keys"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/metrics"
@@ -49,7 +49,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	}
 	var fileRules []*rules.Rule
 	if c.Rules != "" {
-		b, err := os.ReadFile(c.Rules)
+		b, err := fileread.ReadFile(c.Rules)
 		if err != nil {
 			return fmt.Errorf("--rules: %w", err)
 		}
