@@ -214,8 +214,8 @@ func TestBadKeysRefusedByName(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"missing client file", nil, []string{"--api-keys-file", missing}, "--api-keys-file: keys: open " + missing},
-		{"missing admin file", nil, []string{"--admin-keys-file", missing}, "--admin-keys-file: keys: open " + missing},
+		{"missing client file", nil, []string{"--api-keys-file", missing}, "--api-keys-file: keys: stat " + missing},
+		{"missing admin file", nil, []string{"--admin-keys-file", missing}, "--admin-keys-file: keys: stat " + missing},
 		{"empty admin file", nil, []string{"--admin-keys-file", empty}, "--admin-keys-file: keys: no key in the file " + empty},
 		// A variable set to no key is refused as a file holding none is:
 		// it generated a development key, opening the check API to it.

@@ -27,8 +27,10 @@ var ErrTLSConfig = errors.New("grpcapi: invalid TLS configuration")
 // and keyFile must be given together; clientCAFile, when given, requires and
 // verifies client certificates signed by it (mutual TLS, as Envoy's
 // rate_limit_service cluster can be configured to present). All three
-// empty returns nil: plaintext. A file of more than fileread.MaxSize bytes
-// is refused (an error wrapping fileread.ErrTooLarge).
+// empty returns nil: plaintext. A file that is not a regular file or a
+// symbolic link to one (a named pipe, a device) is refused without being
+// read (an error wrapping fileread.ErrNotRegular), and so is one of more
+// than fileread.MaxSize bytes (fileread.ErrTooLarge).
 func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	if certFile == "" && keyFile == "" {
 		if clientCAFile != "" {

@@ -43,11 +43,11 @@ type Keys struct {
 }
 
 // Source says where keys come from: a file (one key per line; blank lines
-// and lines starting with '#' are ignored; surrounding spaces trimmed; at
-// most fileread.MaxSize bytes, or Load returns an error wrapping
-// fileread.ErrTooLarge) or,
-// when File is "", a comma-separated environment value (empty: no key, as
-// when the variable is unset).
+// and lines starting with '#' are ignored; surrounding spaces trimmed; a
+// regular file or a symbolic link to one, of at most fileread.MaxSize
+// bytes, or Load returns an error wrapping fileread.ErrNotRegular or
+// fileread.ErrTooLarge) or, when File is "", a comma-separated environment
+// value (empty: no key, as when the variable is unset).
 type Source struct {
 	File string
 	Env  string
