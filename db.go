@@ -66,7 +66,8 @@ type DB struct {
 	specMu sync.Mutex
 	specs  map[string]*spec
 
-	snapMu sync.Mutex // one writer of the file at a time: snapshots, janitor passes, the audit after Open
+	snapMu  sync.Mutex // one writer of the file at a time: snapshots, janitor passes, the audit after Open
+	cleanMu sync.Mutex // one janitor pass at a time: see clean
 
 	memWindows atomic.Int64
 	hotWindows atomic.Int64 // windows in memory marked hot: see spec.acquire

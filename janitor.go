@@ -141,8 +141,9 @@ func (db *DB) expiryAt(end, now int64) int64 {
 // it removed from memory and from the file (a window held in both counts
 // once; one it took out of memory but failed to delete from the file is
 // counted by the pass that deletes it, see Stats.Cleaned). The background
-// janitor runs the same pass every Options.CleanPeriod. A pass that fails
-// counts in Stats.JanitorFailures, whichever ran it.
+// janitor runs the same pass every Options.CleanPeriod; passes run one at a
+// time, so a Clean called while another pass runs waits for it. A pass that
+// fails counts in Stats.JanitorFailures, whichever ran it.
 func (db *DB) Clean() (removed int, err error) {
 	if !db.enter(0) {
 		return 0, ErrClosed
@@ -166,7 +167,18 @@ func (db *DB) backgroundClean() {
 	}
 }
 
+// clean runs one janitor pass. Passes run one at a time (cleanMu): a
+// pass's file part must follow its memory part with no other pass between,
+// or that pass would delete, and count again, the records of windows this
+// one has taken out of memory and counted.
 func (db *DB) clean() (int, error) {
+	if !db.cleanMu.TryLock() {
+		if testCleanWaits != nil {
+			testCleanWaits()
+		}
+		db.cleanMu.Lock()
+	}
+	defer db.cleanMu.Unlock()
 	now, err := db.now()
 	if err != nil {
 		return 0, err
@@ -221,6 +233,10 @@ func (db *DB) clean() (int, error) {
 	db.stats.cleaned.Add(int64(removed))
 	return removed, err
 }
+
+// testCleanWaits, when set by a test, runs when a janitor pass waits for
+// the one running.
+var testCleanWaits func()
 
 // cleanFile deletes the file's windows whose every tier ended at or before
 // cutoff, unless memory holds a live entry for them (the next snapshot

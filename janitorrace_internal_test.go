@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,4 +120,70 @@ func TestLayeredHitReadsTheClockUnderTheLock(t *testing.T) {
 	require.NoError(t, cleanErr)
 	assert.True(t, r.Allowed)
 	assert.True(t, r.ResetAt.After(full), "the layered hit acted on a clock read before the pass")
+}
+
+// Two janitor passes at once (Clean called while the background janitor
+// runs) counted a window twice: the first took it out of memory and
+// counted it, then, before its file part, the second deleted its expired
+// record from the file, which it found in neither memory nor its own
+// removed set, and counted it again. Passes now run one at a time: here
+// the second starts between the first's two parts, and must wait for it.
+func TestConcurrentCleanPassesCountAWindowOnce(t *testing.T) {
+	start := time.UnixMilli(1_767_225_600_000)
+	clk := &settableClock{t: start}
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	w, err := db.Window(FixedWindow, time.Second)
+	require.NoError(t, err)
+	ctx := context.Background()
+	keys := []string{"k0", "k1", "k2"}
+	hitAll := func() {
+		for _, k := range keys {
+			r, err := w.Hit(ctx, k, 5, 1)
+			require.NoError(t, err)
+			require.True(t, r.Allowed)
+		}
+	}
+	hitAll()
+	require.NoError(t, db.Snapshot()) // the file holds the three windows ...
+	hitAll()                          // ... and memory, changed since
+	st := db.Stats()
+	require.Equal(t, int64(3), st.WindowsInMemory)
+	require.Equal(t, int64(3), st.WindowsOnDisk)
+	clk.Set(start.Add(2 * time.Second)) // every window has ended
+
+	var (
+		ran       atomic.Bool
+		waitsOnce sync.Once
+		second    = make(chan struct{}) // closed when the second pass returns
+		waits     = make(chan struct{}) // closed when it waits for the first
+		secondN   int
+		secondErr error
+	)
+	testCleanWaits = func() { waitsOnce.Do(func() { close(waits) }) }
+	testBeforeUncache = func() {
+		// Between the first pass's memory part and its file part.
+		if ran.Swap(true) {
+			return
+		}
+		go func() {
+			defer close(second)
+			secondN, secondErr = db.Clean()
+		}()
+		select {
+		case <-second: // it ran to the end in between
+		case <-waits: // it waits for this one
+		}
+	}
+	t.Cleanup(func() { testCleanWaits, testBeforeUncache = nil, nil })
+	firstN, firstErr := db.Clean()
+	<-second
+	require.NoError(t, firstErr)
+	require.NoError(t, secondErr)
+	st = db.Stats()
+	require.Zero(t, st.WindowsInMemory)
+	require.Zero(t, st.WindowsOnDisk)
+	assert.Equal(t, 3, firstN+secondN, "windows removed by the two passes (first %d, second %d)", firstN, secondN)
+	assert.Equal(t, int64(3), st.Cleaned, "three windows were removed, each counted once")
 }
