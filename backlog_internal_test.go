@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -130,4 +134,150 @@ func TestBacklogForgetsWindowsTheJanitorRemoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after 3 windows written", 0, 3, 3)
+}
+
+// The snapshot backlog under the real clock, with snapshots and the janitor
+// every millisecond and windows of a few milliseconds, so that changed
+// windows are written, fail to be written (every fifth batch, in batches of
+// seven windows: later batches of a snapshot fail too), are queued again,
+// expire and are removed by the janitor while still changed, all while
+// hits, Inc, Set, Reset, Refund and Layered hits run. Stats.SnapshotBacklog
+// is never negative, and once traffic stops and a snapshot has written what
+// is left, it is exactly 0: nothing was taken off twice or left behind.
+func TestBacklogReturnsToZeroUnderStress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	cases := []struct {
+		name       string
+		hot, spare int64 // MaxHotKeys, MaxSnapshotBacklog
+		fail       bool  // fail every fifth snapshot batch
+	}{
+		{"failing batches", 0, 0, true},
+		{"memory bound", 4, 8, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				failing atomic.Bool
+				batches atomic.Int64
+				boom    = errors.New("injected")
+			)
+			failing.Store(tc.fail)
+			savedBatch := snapshotBatch
+			snapshotBatch = 7
+			testBatchHook = func() error {
+				if failing.Load() && batches.Add(1)%5 == 0 {
+					return boom
+				}
+				return nil
+			}
+			db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{
+				SnapshotPeriod: time.Millisecond, CleanPeriod: time.Millisecond,
+				MaxHotKeys: tc.hot, MaxSnapshotBacklog: tc.spare,
+				Logger: slog.New(slog.DiscardHandler),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := db.Close(); err != nil {
+					t.Error(err)
+				}
+				testBatchHook, snapshotBatch = nil, savedBatch // after Close: no snapshot runs
+			}()
+			var ws []*Window
+			for _, a := range []struct {
+				alg   Algorithm
+				scale time.Duration
+			}{{FixedWindow, time.Millisecond}, {FixedWindow, 3 * time.Millisecond}, {PerKeyWindow, 2 * time.Millisecond}, {StaggeredWindow, 2 * time.Millisecond}} {
+				w, err := db.Window(a.alg, a.scale)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ws = append(ws, w)
+			}
+			l, err := db.Layered(FixedWindow, Tier{Scale: time.Millisecond, Limit: 3}, Tier{Scale: 4 * time.Millisecond, Limit: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			ctx := context.Background()
+			// Traffic runs for 250 ms and until the janitor has removed
+			// windows (it looks at windows in memory by the second:
+			// expiryGranularity), at most 10 s.
+			start := time.Now()
+			minEnd, maxEnd := start.Add(250*time.Millisecond), start.Add(10*time.Second)
+			more := func() bool {
+				now := time.Now()
+				return now.Before(minEnd) || (now.Before(maxEnd) && db.Stats().Cleaned == 0)
+			}
+			var (
+				wg       sync.WaitGroup
+				negative atomic.Int64
+				errs     = make(chan error, 4)
+			)
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(g), 1))
+					for more() {
+						key := fmt.Sprint("k", rng.IntN(40))
+						w := ws[rng.IntN(len(ws))]
+						var err error
+						switch r := rng.IntN(20); {
+						case r < 9:
+							_, err = w.Hit(ctx, key, 3, 1)
+						case r < 10:
+							_, err = w.Hit(ctx, key, 0, 1) // denied outright on a key with no window
+						case r < 12:
+							_, err = w.Inc(ctx, key, 1)
+						case r < 13:
+							_, err = w.Set(ctx, key, 2)
+						case r < 14:
+							err = w.Reset(ctx, key)
+						case r < 15:
+							_, _, err = w.Refund(ctx, key, 1)
+						case r < 19:
+							_, err = l.Hit(ctx, key, 1)
+						default:
+							err = l.Reset(ctx, key)
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+						if b := db.Stats().SnapshotBacklog; b < 0 {
+							negative.Store(b)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			if b := negative.Load(); b != 0 {
+				t.Fatalf("Stats.SnapshotBacklog went negative: %d", b)
+			}
+			failing.Store(false)
+			if err := db.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			st := db.Stats()
+			if st.SnapshotBacklog != 0 {
+				t.Fatalf("after traffic stopped and a snapshot: backlog %d, want 0 (%d in memory, %d cleaned, %d snapshot failures)",
+					st.SnapshotBacklog, st.WindowsInMemory, st.Cleaned, st.SnapshotFailures)
+			}
+			if tc.fail && st.SnapshotFailures == 0 {
+				t.Fatal("no snapshot failed")
+			}
+			if st.Cleaned == 0 {
+				t.Fatal("the janitor removed no window")
+			}
+			t.Logf("%+v", st)
+		})
+	}
 }
