@@ -42,10 +42,11 @@ type Stats struct {
 	// Cleaned counts windows the janitor removed, each once. A window a
 	// pass took out of memory but whose record it then failed to delete
 	// from the file (a full disk) is counted by the pass that deletes the
-	// record instead; not at all if, before that, a hit brings it back
-	// from the file and replaces it with a new window (as an ended window
-	// a hit replaces in memory is not counted); and twice only if the
-	// failed pass could not even read the file to tell.
+	// record instead; not at all if, before that, a call brings it back
+	// from the file and replaces it with a new window or clears it (a hit,
+	// Inc or Set; a Reset: as an ended window such a call replaces or
+	// clears in memory is not counted); and twice only if the failed pass
+	// could not even read the file to tell.
 	Cleaned int64
 	// CorruptSkipped counts reads of a block of windows that failed
 	// validation and was ignored (by a look-up, a snapshot or the janitor,
