@@ -311,19 +311,48 @@ func TestClosed(t *testing.T) {
 		require.NoError(t, err)
 		w, _ := db.Window(ratedb.FixedWindow, time.Minute)
 		l, _ := db.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Minute, Limit: 1})
+		// Results of this DB's limiters, allowed and denied, for Undo.
+		wAllowed, err := w.Hit(ctx, "k", 1, 1)
+		require.NoError(t, err)
+		wDenied, err := w.Hit(ctx, "k", 1, 1)
+		require.NoError(t, err)
+		lAllowed, err := l.Hit(ctx, "k", 1)
+		require.NoError(t, err)
+		lDenied, err := l.Hit(ctx, "k", 1)
+		require.NoError(t, err)
+		require.True(t, wAllowed.Allowed && lAllowed.Allowed)
+		require.False(t, wDenied.Allowed || lDenied.Allowed)
 		require.NoError(t, db.Close())
+		// ErrClosed: "returned by every operation on a DB (or on a Window or
+		// Layered limiter of that DB) after Close has begun".
 		calls := map[string]func() error{
-			"Hit":       func() error { _, err := w.Hit(ctx, "k", 1, 1); return err },
-			"Inc":       func() error { _, err := w.Inc(ctx, "k", 1); return err },
-			"Get":       func() error { _, err := w.Get(ctx, "k"); return err },
-			"Set":       func() error { _, err := w.Set(ctx, "k", 1); return err },
-			"ExpiresAt": func() error { _, err := w.ExpiresAt(ctx, "k"); return err },
-			"Reset":     func() error { return w.Reset(ctx, "k") },
-			"Layered":   func() error { _, err := l.Hit(ctx, "k", 1); return err },
-			"Window":    func() error { _, err := db.Window(ratedb.FixedWindow, time.Second); return err },
-			"Snapshot":  db.Snapshot,
-			"Clean":     func() error { _, err := db.Clean(); return err },
-			"Close":     db.Close,
+			"Hit":                 func() error { _, err := w.Hit(ctx, "k", 1, 1); return err },
+			"Hit over the limit":  func() error { _, err := w.Hit(ctx, "k", 1, 2); return err },
+			"Inc":                 func() error { _, err := w.Inc(ctx, "k", 1); return err },
+			"Get":                 func() error { _, err := w.Get(ctx, "k"); return err },
+			"Set":                 func() error { _, err := w.Set(ctx, "k", 1); return err },
+			"ExpiresAt":           func() error { _, err := w.ExpiresAt(ctx, "k"); return err },
+			"State":               func() error { _, _, err := w.State(ctx, "k"); return err },
+			"Refund":              func() error { _, _, err := w.Refund(ctx, "k", 1); return err },
+			"Undo allowed":        func() error { return w.Undo(ctx, "k", wAllowed, 1) },
+			"Undo denied":         func() error { return w.Undo(ctx, "k", wDenied, 1) },
+			"Reset":               func() error { return w.Reset(ctx, "k") },
+			"Layered":             func() error { _, err := l.Hit(ctx, "k", 1); return err },
+			"Layered over limit":  func() error { _, err := l.Hit(ctx, "k", 2); return err },
+			"Layered.Inc":         func() error { _, err := l.Inc(ctx, "k", 1); return err },
+			"Layered.Get":         func() error { _, err := l.Get(ctx, "k"); return err },
+			"Layered.ExpiresAt":   func() error { _, err := l.ExpiresAt(ctx, "k"); return err },
+			"Layered.State":       func() error { _, _, err := l.State(ctx, "k"); return err },
+			"Layered.Refund":      func() error { _, err := l.Refund(ctx, "k", 1); return err },
+			"Layered.Undo":        func() error { return l.Undo(ctx, "k", lAllowed, 1) },
+			"Layered.Undo denied": func() error { return l.Undo(ctx, "k", lDenied, 1) },
+			"Layered.Reset":       func() error { return l.Reset(ctx, "k") },
+			"Window":              func() error { _, err := db.Window(ratedb.FixedWindow, time.Second); return err },
+			"DB.Layered":          func() error { _, err := db.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Second}); return err },
+			"Snapshot":            db.Snapshot,
+			"Clean":               func() error { _, err := db.Clean(); return err },
+			"Verify":              db.Verify,
+			"Close":               db.Close,
 		}
 		for name, call := range calls {
 			assert.ErrorIs(t, call(), ratedb.ErrClosed, name)

@@ -297,8 +297,16 @@ func (l *Layered) Undo(ctx context.Context, key string, r Result, increment int6
 		return fmt.Errorf("%w: increment %d is not positive", ErrInvalidArgument, increment)
 	}
 	ends, err := l.undoEnds(r)
-	if err != nil || ends == nil {
+	if err != nil {
 		return err
+	}
+	if ends == nil {
+		// A denied r: nothing to take back, but a closed DB still answers
+		// ErrClosed, as for every other call.
+		if l.db.closing.Load() {
+			return ErrClosed
+		}
+		return nil
 	}
 	cs, now, err := l.read(ctx, key)
 	if err != nil {

@@ -12,8 +12,8 @@ import (
 // from DB.Window. Each key has its own counter; windows of different
 // algorithms or scales never share a counter, even for the same key.
 //
-// A Window is safe for concurrent use. Every method returns ErrClosed once
-// the DB is closing.
+// A Window is safe for concurrent use. Every method that returns an error
+// returns ErrClosed once the DB is closing.
 type Window struct {
 	*spec
 }
@@ -240,6 +240,11 @@ func (w *Window) Undo(ctx context.Context, key string, r Result, increment int64
 	case r.Tiers != nil || r.Scale != w.Scale() || (r.Allowed && r.ResetAt.IsZero()):
 		return fmt.Errorf("%w: not the Result of a hit of this Window", ErrInvalidArgument)
 	case !r.Allowed:
+		// Nothing to take back, but a closed DB still answers ErrClosed,
+		// as for every other call.
+		if w.db.closing.Load() {
+			return ErrClosed
+		}
 		return nil
 	}
 	end := r.ResetAt.UnixMilli()
