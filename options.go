@@ -35,12 +35,13 @@ type Options struct {
 	// MaxHotKeys is how many windows the in-memory cache holds, in windows.
 	// Colder windows are written to the file and reloaded on their next hit
 	// (in memory-only mode they stay in a plain map). Default 1<<20; at most
-	// MaxHotKeysLimit (1<<26), larger is invalid. A hot window costs about
-	// 400 bytes in all, as measured in the README's Performance section:
-	// about 50 bytes of it allocated by Open up front for every hot key (the
-	// cache's frequency sketch: 50 MB at the default), the rest (the window,
-	// the index, the cache's maps and a lookup table that grows with them,
-	// to at most about 19 bytes a hot key) as windows arrive.
+	// MaxHotKeysLimit (1<<26), larger or negative is invalid. A hot window
+	// costs about 400 bytes in all, as measured in the README's Performance
+	// section: about 50 bytes of it allocated by Open up front for every
+	// hot key (the cache's frequency sketch: 50 MB at the default), the rest
+	// (the window, the index, the cache's maps and a lookup table that
+	// grows with them, to at most about 19 bytes a hot key) as windows
+	// arrive.
 	MaxHotKeys int64
 
 	// MaxSnapshotBacklog bounds memory beyond the hot set, in windows.
@@ -70,7 +71,10 @@ type Options struct {
 	// Ignored in memory-only mode, where every window stays in memory.
 	MaxSnapshotBacklog int64
 
-	// Clock is the time source, called once per operation. Default: the
+	// Clock is the time source. It is read once per call on a key (twice
+	// by a Refund, an Undo, or a Hit whose increment exceeds its limit,
+	// when the call finds the key's window open: once to look at it, once
+	// to change it) and once per janitor pass. Default: the
 	// wall clock read once at Open, plus Go's monotonic time elapsed since,
 	// so that a step of the wall clock while the DB is open changes nothing;
 	// a goroutine stores it every millisecond while the DB is in use (and
