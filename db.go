@@ -84,10 +84,13 @@ type DB struct {
 // all defaults.
 //
 // Open returns an error wrapping ErrInvalidArgument for invalid options,
-// ErrLocked when another handle holds the file after Options.OpenTimeout, and
-// ErrCorrupt for a file that is not a valid ratedb database (unless
-// Options.OnCorrupt says otherwise); a read of the file that fails (an I/O
-// error such as EIO) is returned wrapped, not as ErrCorrupt. Opening reads
+// ErrNotRegularFile for a path that exists but is not a regular file,
+// ErrClockOutOfRange when the system clock (the default Options.Clock)
+// reads out of range, ErrLocked when another handle holds the file after
+// Options.OpenTimeout, and ErrCorrupt for a file that is not a valid ratedb
+// database (unless Options.OnCorrupt says otherwise); a read of the file
+// that fails (an I/O error such as EIO) is returned wrapped, not as
+// ErrCorrupt. Opening reads
 // the file's metadata and the shape of its page trees (the branch pages and
 // the header of every page they link to: bbolt follows the links unchecked,
 // and a link back up a tree would crash the process), never every window: windows are loaded on

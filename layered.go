@@ -11,7 +11,11 @@ import (
 
 // Tier is one window of a Layered limiter: at most Limit hits per Scale.
 type Tier struct {
+	// Scale is the tier's window length: at least one millisecond, and a
+	// whole number of milliseconds.
 	Scale time.Duration
+	// Limit is the most the tier's window counts, >= 0 (0 denies every
+	// hit).
 	Limit int64
 }
 

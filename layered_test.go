@@ -238,3 +238,22 @@ func TestLayeredSharesBySetOfScales(t *testing.T) {
 		assert.Equal(t, []int64{3, 1}, got, "counts survive a restart")
 	})
 }
+
+// TestLayeredZeroLimitDeniesEveryHit pins Tier.Limit's doc: a tier with
+// limit 0 denies every hit, so nothing is counted in any tier.
+func TestLayeredZeroLimitDeniesEveryHit(t *testing.T) {
+	modes(t, func(t *testing.T, path string) {
+		db := openDB(t, path, testOptions(newClock()))
+		l, err := db.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Minute, Limit: 5}, ratedb.Tier{Scale: time.Hour, Limit: 0})
+		require.NoError(t, err)
+		for range 3 {
+			r, err := l.Hit(ctx, "k", 1)
+			require.NoError(t, err)
+			assert.False(t, r.Allowed)
+			assert.Equal(t, 1, r.Tier, "the zero tier binds")
+		}
+		counts, err := l.Get(ctx, "k")
+		require.NoError(t, err)
+		assert.Equal(t, []int64{0, 0}, counts)
+	})
+}

@@ -153,13 +153,19 @@ func formatBytes(n float64) string {
 	return fmt.Sprintf("%.3g %s", n, units[i])
 }
 
-// Defaults.
+// Defaults of Options, used for a field left at zero.
 const (
-	DefaultCleanPeriod    = time.Minute
+	// DefaultCleanPeriod is Options.CleanPeriod's default.
+	DefaultCleanPeriod = time.Minute
+	// DefaultSnapshotPeriod is Options.SnapshotPeriod's default.
 	DefaultSnapshotPeriod = time.Second
-	DefaultMaxHotKeys     = 1 << 20
-	DefaultOpenTimeout    = time.Second
+	// DefaultMaxHotKeys is Options.MaxHotKeys's default, in windows.
+	DefaultMaxHotKeys = 1 << 20
+	// DefaultOpenTimeout is Options.OpenTimeout's default.
+	DefaultOpenTimeout = time.Second
 
+	// DefaultMaxSnapshotBacklog is Options.MaxSnapshotBacklog's default,
+	// in windows.
 	DefaultMaxSnapshotBacklog = 1 << 18
 )
 

@@ -153,8 +153,8 @@ func (w *Window) Inc(ctx context.Context, key string, increment int64) (int64, e
 
 // Set sets key's count (>= 0) and returns it. For FixedWindow and
 // StaggeredWindow it sets the count of the current window (opening it if
-// needed); for PerKeyWindow it restarts the key's window at now, as Hammer
-// does.
+// needed); for PerKeyWindow it restarts the key's window at now, as the
+// Elixir library Hammer does.
 func (w *Window) Set(ctx context.Context, key string, count int64) (int64, error) {
 	if err := checkCall(ctx, key); err != nil {
 		return 0, err
