@@ -25,7 +25,11 @@
 // met, if any (a BUSY Redis, a read that timed out), when go-redis returned
 // it: a deadline that passes during go-redis's own pause between retries,
 // or while it opens a connection, leaves the context's error alone (see
-// Options.Timeout for which calls keep what).
+// Options.Timeout for which calls keep what). A call is not sent at all,
+// and returns what the embedded DB returns, when its arguments are invalid
+// (ratedb.ErrInvalidArgument) or its ctx has already ended: then the
+// context's error alone (context.Canceled or context.DeadlineExceeded), not
+// ErrUnavailable.
 // Whether to let the request through (fail open) or not is the caller's
 // choice; httplimit's Options.FailOpen is one. The store enforces the
 // timeout itself, whatever the client's options say.
