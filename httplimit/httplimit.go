@@ -140,8 +140,8 @@ type Middleware struct {
 
 // New returns a middleware that limits requests with r: a *ratedb.Layered,
 // or a single window adapted by Window. opts may be nil for the defaults.
-// It returns an error for a nil r, or a Window with a nil limiter or a
-// negative limit.
+// It returns an error for a nil r, a Window with a nil limiter or a
+// negative limit, or Options.Undo set with an r that is not an Undoer.
 func New(r Rater, opts *Options) (*Middleware, error) {
 	if err := validate(r); err != nil {
 		return nil, err
