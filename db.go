@@ -212,11 +212,13 @@ func (db *DB) every(period time.Duration, fn func()) {
 }
 
 // Close waits for calls in flight, stops the background work, writes a final
-// snapshot and closes the file. A graceful Close loses no count. Only the
-// first call does this and returns its result (nil, or the errors of the
-// final snapshot and of closing the file, joined); every later call does
-// nothing and returns ErrClosed, as does every other method of the DB and
-// its limiters once Close has begun.
+// snapshot and closes the file. A Close that returns nil loses no count; if
+// the final snapshot fails, the changes it could not write are lost (the
+// file keeps the last completed snapshot). Only the first call does this
+// and returns its result (nil, or the errors of the final snapshot and of
+// closing the file, joined); every later call does nothing and returns
+// ErrClosed, as does every other method of the DB and its limiters once
+// Close has begun.
 func (db *DB) Close() error {
 	if !db.closing.CompareAndSwap(false, true) {
 		return ErrClosed

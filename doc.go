@@ -27,11 +27,14 @@
 // cache, snapshots, janitor passes and restarts never lose a live window or
 // count a hit twice.
 //
-// Durability: a graceful Close loses nothing. A crash (SIGKILL, power loss)
-// loses at most the hits admitted since the last completed snapshot began;
-// by default snapshots run every second. Nothing is ever counted twice. After
-// a crash a key can therefore be allowed up to limit plus the hits lost in
-// that window.
+// Durability: a Close that returns nil loses nothing; one whose final
+// snapshot fails (a full disk, say) returns that error, and the changes
+// since the last completed snapshot are lost, as in a crash. A crash
+// (SIGKILL, power loss) loses at most the hits admitted since the last
+// completed snapshot began; by default snapshots run every second, and
+// right after Open the first one also waits for the page audit (see
+// Damaged files). Nothing is ever counted twice. After a crash a key can
+// therefore be allowed up to limit plus the hits lost in that window.
 //
 // File: windows are packed into blocks of about 30, ordered by a keyed hash
 // of their keys (format ratedb/2; a file of format ratedb/1 is migrated by
@@ -45,10 +48,12 @@
 // gives ErrCorrupt (or, with CorruptMoveAside, is moved aside). bbolt does
 // not checksum its data pages: before anything writes to the file, a
 // background pass after Open checks the structure of every page and, if one
-// is damaged, rebuilds the file from its sound blocks. Until that pass has
-// run, a flipped byte in a branch page can send look-ups to the wrong page,
-// where their keys read as fresh windows; DB.Verify reads the whole file
-// and reports such damage at once.
+// is damaged, rebuilds the file from its sound blocks (which needs free disk
+// space for a second copy). If the rebuild fails, the DB stops writing the
+// file: snapshots, Clean and Close return ErrCorrupt, and counts go on in
+// memory only. Until that pass has run, a flipped byte in a branch page can
+// send look-ups to the wrong page, where their keys read as fresh windows;
+// DB.Verify reads the whole file and reports such damage at once.
 //
 // Clock: time granularity is the millisecond. The default clock reads the
 // wall clock once, at Open, and then runs on Go's monotonic clock, so a step
