@@ -257,3 +257,45 @@ func TestLayeredZeroLimitDeniesEveryHit(t *testing.T) {
 		assert.Equal(t, []int64{0, 0}, counts)
 	})
 }
+
+// TestLayeredResult pins LayeredResult's doc: the binding tier is, on a
+// denial, the denying tier that frees up last, otherwise the tier with the
+// least room left, ties going to the earlier tier; its figures are copied
+// to the top level; a denial's RetryAfter runs from now to that tier's end;
+// the Result keeps the slice.
+func TestLayeredResult(t *testing.T) {
+	now := epoch
+	tier := func(scale time.Duration, limit, count int64, end time.Duration, fits bool) ratedb.TierResult {
+		return ratedb.TierResult{Scale: scale, Limit: limit, Count: count, Remaining: max(0, limit-count), ResetAt: now.Add(end), Fits: fits}
+	}
+	cases := []struct {
+		name    string
+		allowed bool
+		tiers   []ratedb.TierResult
+		bind    int
+	}{
+		{"allowed: least room", true, []ratedb.TierResult{tier(time.Minute, 5, 1, time.Minute, true), tier(time.Hour, 10, 8, time.Hour, true)}, 1},
+		{"allowed: a tie goes to the earlier tier", true, []ratedb.TierResult{tier(time.Hour, 10, 8, time.Hour, true), tier(time.Minute, 5, 3, time.Minute, true)}, 0},
+		{"denied: the only denying tier", false, []ratedb.TierResult{tier(time.Minute, 5, 0, time.Minute, true), tier(time.Hour, 10, 10, 30*time.Minute, false)}, 1},
+		{"denied: the denying tier that frees up last", false, []ratedb.TierResult{tier(time.Hour, 10, 10, 50*time.Minute, false), tier(time.Minute, 5, 5, 20*time.Second, false), tier(24*time.Hour, 20, 20, 3*time.Hour, false)}, 2},
+		{"denied: a fitting tier that ends later does not bind", false, []ratedb.TierResult{tier(time.Minute, 5, 5, 10*time.Second, false), tier(time.Hour, 10, 1, time.Hour, true)}, 0},
+		{"denied: a tie goes to the earlier tier", false, []ratedb.TierResult{tier(time.Minute, 5, 0, time.Minute, true), tier(time.Minute, 2, 2, 40*time.Second, false), tier(time.Minute, 3, 3, 40*time.Second, false)}, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ratedb.LayeredResult(tc.allowed, now, tc.tiers)
+			b := tc.tiers[tc.bind]
+			assert.Equal(t, tc.allowed, r.Allowed)
+			assert.Equal(t, tc.bind, r.Tier)
+			assert.Equal(t, []any{b.Count, b.Limit, b.Remaining, b.Scale}, []any{r.Count, r.Limit, r.Remaining, r.Scale})
+			assert.True(t, b.ResetAt.Equal(r.ResetAt))
+			if tc.allowed {
+				assert.Zero(t, r.RetryAfter)
+			} else {
+				assert.Equal(t, b.ResetAt.Sub(now), r.RetryAfter)
+			}
+			require.Len(t, r.Tiers, len(tc.tiers))
+			assert.Same(t, &tc.tiers[0], &r.Tiers[0], "the Result keeps the slice")
+		})
+	}
+}
