@@ -61,9 +61,10 @@ var (
 	ErrClockOutOfRange = errors.New("ratedb: clock reading out of range")
 
 	// ErrUnavailable is returned by a network-backed limiter (such as
-	// redisstore) when its store cannot be reached or does not answer within
-	// its timeout. No decision was made: whether to allow or deny the request
-	// (fail open or closed) is the caller's choice. The embedded DB never
-	// returns it.
+	// redisstore) when its store cannot be reached, does not answer within
+	// its timeout, or answers with an error (for redisstore, also a key
+	// holding a value it did not write). No decision was made: whether to
+	// allow or deny the request (fail open or closed) is the caller's
+	// choice. The embedded DB never returns it.
 	ErrUnavailable = errors.New("ratedb: store unavailable")
 )
