@@ -32,3 +32,23 @@ func TestFailedIncStoresNoCap(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n, "the failed Inc changed the window")
 }
+
+// Layered.Inc's doc: an increment that would take a tier's count past
+// 1<<63-1 is refused with ErrInvalidArgument and changes no tier.
+func TestLayeredIncOverflowChangesNoTier(t *testing.T) {
+	modes(t, func(t *testing.T, path string) {
+		db := openDB(t, path, testOptions(newClock()))
+		l, err := db.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Minute, Limit: 5}, ratedb.Tier{Scale: time.Hour, Limit: 5})
+		require.NoError(t, err)
+		ctx := context.Background()
+		_, err = l.Inc(ctx, "k", 3)
+		require.NoError(t, err)
+		_, err = l.Inc(ctx, "k", math.MaxInt64-3)
+		require.NoError(t, err)
+		_, err = l.Inc(ctx, "k", 1)
+		require.ErrorIs(t, err, ratedb.ErrInvalidArgument)
+		counts, err := l.Get(ctx, "k")
+		require.NoError(t, err)
+		require.Equal(t, []int64{math.MaxInt64, math.MaxInt64}, counts, "the refused Inc changed a tier")
+	})
+}

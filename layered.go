@@ -198,7 +198,9 @@ func LayeredResult(allowed bool, now time.Time, tiers []TierResult) Result {
 }
 
 // Inc adds increment (> 0) to key in every tier without a limit check and
-// returns the new counts, in tier order.
+// returns the new counts, in tier order. An increment that would take a
+// tier's count past 1<<63-1 is refused with ErrInvalidArgument and changes
+// no tier.
 func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64, error) {
 	if err := checkCall(ctx, key); err != nil {
 		return nil, err

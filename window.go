@@ -134,6 +134,8 @@ func (w *Window) deniedOutright(key string, h uint64, limit int64) (r Result, ok
 
 // Inc adds increment (> 0) to key's count in its current window, opening a
 // window if there is none, without a limit check, and returns the new count.
+// An increment that would take the count past 1<<63-1 is refused with
+// ErrInvalidArgument and changes nothing.
 func (w *Window) Inc(ctx context.Context, key string, increment int64) (int64, error) {
 	if err := checkCall(ctx, key); err != nil {
 		return 0, err
