@@ -27,8 +27,10 @@ var (
 	//
 	// A call given a context that is already cancelled or past its deadline
 	// returns the context's error (context.Canceled or
-	// context.DeadlineExceeded) and changes nothing; the embedded DB never
-	// blocks, so a context ending during a call does not interrupt it.
+	// context.DeadlineExceeded) and changes nothing. The embedded DB checks
+	// the context only as a call begins: a context ending during a call
+	// does not interrupt it, not even one that waits for a snapshot to make
+	// room in memory (see Options.MaxSnapshotBacklog).
 	ErrInvalidArgument = limits.ErrInvalidArgument
 
 	// ErrLocked is returned by Open when another DB handle (in this process or
