@@ -176,3 +176,34 @@ func ExampleNewCollectorWithLabels() {
 	fmt.Println(n)
 	// Output: 2
 }
+
+// The Collector's doc: it is safe to use after the DB is closed, and then
+// reports the final counters.
+func TestCollectorAfterClose(t *testing.T) {
+	db, err := ratedb.Open(filepath.Join(t.TempDir(), "p.db"), &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	w, err := db.Window(ratedb.FixedWindow, time.Minute)
+	require.NoError(t, err)
+	for range 3 {
+		_, err := w.Hit(context.Background(), "k", 2, 1)
+		require.NoError(t, err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(ratedbprom.NewCollector(db)))
+	require.NoError(t, db.Close())
+
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP ratedb_hits_allowed_total Hits the DB allowed (every limiter of the DB).
+# TYPE ratedb_hits_allowed_total counter
+ratedb_hits_allowed_total 2
+# HELP ratedb_hits_denied_total Hits the DB denied (every limiter of the DB).
+# TYPE ratedb_hits_denied_total counter
+ratedb_hits_denied_total 1
+# HELP ratedb_snapshots_total Snapshots that committed changes to the state file.
+# TYPE ratedb_snapshots_total counter
+ratedb_snapshots_total 1
+`), "ratedb_hits_allowed_total", "ratedb_hits_denied_total", "ratedb_snapshots_total"), "the final snapshot of Close is counted")
+	n, err := testutil.GatherAndCount(reg)
+	require.NoError(t, err)
+	assert.Equal(t, 19, n)
+}
