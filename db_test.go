@@ -305,6 +305,16 @@ func TestBadOptions(t *testing.T) {
 	}
 }
 
+// Options.KeyOlderThan's doc: it must be a whole number of milliseconds.
+func TestKeyOlderThanWholeMilliseconds(t *testing.T) {
+	_, err := ratedb.Open("", &ratedb.Options{KeyOlderThan: 1500 * time.Microsecond})
+	require.ErrorIs(t, err, ratedb.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "KeyOlderThan")
+	db, err := ratedb.Open("", &ratedb.Options{KeyOlderThan: 2 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+}
+
 func TestClosed(t *testing.T) {
 	modes(t, func(t *testing.T, path string) {
 		db, err := ratedb.Open(path, testOptions(newClock()))
