@@ -96,5 +96,6 @@
 // model or cleared by Reset, at the first pass after the next snapshot); the
 // file does not shrink when they do (bbolt reuses its free pages). Raw keys
 // may be personal data: ratedb never puts
-// them in errors or logs, but they are stored as-is in the file.
+// them in errors or logs, but they are stored as-is in the file (which Open
+// creates with mode 0600: protect it like any database file).
 package ratedb

@@ -37,3 +37,16 @@ func TestOpenSpecialFiles(t *testing.T) {
 		openNotRegular(t, root, p, "socket")
 	})
 }
+
+// README, Security (and doc.go): the file Open creates has mode 0600, even
+// under a permissive umask, since it holds raw keys.
+func TestOpenCreatesFileWithMode0600(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	p := filepath.Join(t.TempDir(), "rate.db")
+	db := openDB(t, p, nil)
+	fi, err := os.Stat(p)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	require.NoError(t, db.Close())
+}
