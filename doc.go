@@ -84,7 +84,9 @@
 // A fixed window allows a burst of up to twice the limit across a window
 // boundary (limit hits at the end of one window, limit more at the start of
 // the next); StaggeredWindow and PerKeyWindow move that boundary per key but
-// do not remove it. ratedb is for one process on one machine: it does not
+// do not remove it. StaggeredWindow's offsets come from an unkeyed hash, so a
+// client that chooses its key chooses its reset time (never more than limit
+// per window). ratedb is for one process on one machine: it does not
 // share counts between processes. With a file, memory holds at most
 // MaxHotKeys + MaxSnapshotBacklog windows plus one per call in progress: when
 // new windows arrive faster than snapshots write them, calls that open new
