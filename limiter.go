@@ -62,9 +62,9 @@ type Result struct {
 	ResetAt time.Time
 	// RetryAfter is 0 when the hit was allowed. When it was denied, it is the
 	// time until the window ends, the earliest moment the same hit could fit
-	// (counts only fall when a window ends). An increment larger than the
-	// limit never fits; RetryAfter is then still the time until the window
-	// ends.
+	// unless a Refund, Undo, Set or Reset lowers the count before then (hits
+	// never do). An increment larger than the limit never fits; RetryAfter
+	// is then still the time until the window ends.
 	RetryAfter time.Duration
 	// Scale is the length of the window that decided.
 	Scale time.Duration
