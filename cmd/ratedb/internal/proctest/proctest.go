@@ -6,7 +6,11 @@
 package proctest
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -43,8 +47,10 @@ func (s *SyncBuffer) String() string {
 // loopback port and returns its address and a function that kills it (also
 // run by t.Cleanup; safe to call more than once). Without redis-server on
 // PATH the test is skipped, or fails when RATEDB_REQUIRE_REDIS=1 (as
-// scripts/test.sh sets). It fails the test if the server does not accept
-// connections within 10 seconds.
+// scripts/test.sh sets). A port taken by another process after it was
+// picked (the server exits, or something else answers there) is given up
+// for another, up to five ports; the test fails if none of them is answered
+// by the server started there (INFO's process_id) within 10 seconds.
 func StartRedis(t testing.TB) (addr string, kill func()) {
 	t.Helper()
 	addr, _, kill = startRedis(t)
@@ -77,36 +83,108 @@ func startRedis(t testing.TB) (addr string, proc *os.Process, kill func()) {
 		}
 		t.Skip("redis-server is not on PATH")
 	}
+	// The port is free when picked and taken by redis-server later: another
+	// process can bind it in between. Then this server exits, or something
+	// else answers on the port; either way, try another.
+	for attempt := 1; ; attempt++ {
+		addr, proc, kill, err := tryStartRedis(t)
+		if err == nil {
+			t.Cleanup(kill)
+			return addr, proc, kill
+		}
+		if attempt == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("redis-server: %v; trying another port", err)
+	}
+}
+
+// pickPort returns a loopback address whose port was free a moment ago.
+// Tests replace it to hand startRedis a port that is taken.
+var pickPort = func() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	addr = ln.Addr().String()
-	_ = ln.Close()
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// tryStartRedis starts a redis-server on a port from pickPort and waits up
+// to 10 seconds until it answers there as itself (INFO's process_id is its
+// pid). On an error it leaves nothing running.
+func tryStartRedis(t testing.TB) (addr string, proc *os.Process, kill func(), err error) {
+	addr, err = pickPort()
+	if err != nil {
+		return "", nil, nil, err
+	}
 	_, port, _ := net.SplitHostPort(addr)
 	dir := t.TempDir()
+	logPath := filepath.Join(dir, "redis.log")
 	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"))
+		"--save", "", "--appendonly", "no", "--logfile", logPath)
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return "", nil, nil, err
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	var once sync.Once
 	kill = func() { once.Do(func() { _ = cmd.Process.Kill(); <-exited }) }
-	t.Cleanup(kill)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(logPath)
+			return "", nil, nil, fmt.Errorf("redis-server on %s exited at start; its log:\n%s", addr, log)
+		default:
+		}
+		pid, err := redisPID(addr)
 		if err == nil {
-			_ = c.Close()
-			return addr, cmd.Process, kill
+			if pid != cmd.Process.Pid {
+				kill()
+				return "", nil, nil, fmt.Errorf("%s is answered by another process (pid %d, not %d)", addr, pid, cmd.Process.Pid)
+			}
+			return addr, cmd.Process, kill, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not accept connections in 10s")
+			kill()
+			return "", nil, nil, fmt.Errorf("redis-server on %s did not answer in 10s: %v", addr, err)
 		}
 		time.Sleep(10 * time.Millisecond) // polling an external process coming up
 	}
+}
+
+// redisPID asks the Redis at addr for INFO server and returns its
+// process_id.
+func redisPID(addr string) (int, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(c, "*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n"); err != nil {
+		return 0, err
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if !strings.HasPrefix(head, "$") || err != nil || n < 0 || n > 1<<20 {
+		return 0, fmt.Errorf("not a Redis INFO reply: %q", head)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO server has no process_id")
 }
 
 // StartCluster runs a throwaway 3-master Redis Cluster (no replicas, no
