@@ -1,23 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ratedb/ratedb/bench/internal/cmdtest"
 )
 
-// mainEnv makes the test binary run main (the command itself, with its own
-// exit status) instead of the tests.
-const mainEnv = "COMPARE_TEST_RUN_MAIN"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(mainEnv) == "1" {
-		main()
-		os.Exit(0) // main returned: the command's exit status is 0
-	}
+	cmdtest.Main(main)
 	os.Exit(m.Run())
 }
 
@@ -26,38 +19,7 @@ func TestMain(m *testing.M) {
 // (when buffered), stderr and exit status.
 func compare(t *testing.T, tmpdir string, stdout *os.File, args ...string) (string, string, int) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "TMPDIR="+tmpdir)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if stdout != nil {
-		cmd.Stdout = stdout
-	}
-	err = cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
-}
-
-// requireEmpty fails the test unless dir is empty: the command left
-// nothing in its TMPDIR.
-func requireEmpty(t *testing.T, dir string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		t.Errorf("left behind in TMPDIR: %s", e.Name())
-	}
+	return cmdtest.Run(t, cmdtest.Cmd{TempDir: tmpdir, Stdout: stdout}, args...)
 }
 
 // TestChildBigRemovesItsDirectory runs the beyond-memory child at a small
@@ -74,7 +36,7 @@ func TestChildBigRemovesItsDirectory(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "BENCH-CHILD-RESULT ") {
 		t.Fatalf("exit status %d, want 0 and a result; stdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
-	requireEmpty(t, tmp)
+	cmdtest.RequireEmpty(t, tmp)
 
 	ro, err := os.Open(os.DevNull) // read-only: every write to it fails
 	if err != nil {
@@ -88,7 +50,7 @@ func TestChildBigRemovesItsDirectory(t *testing.T) {
 	if !strings.Contains(stderr, "compare: write /dev/stdout") {
 		t.Errorf("stderr does not say that the result could not be printed:\n%s", stderr)
 	}
-	requireEmpty(t, tmp)
+	cmdtest.RequireEmpty(t, tmp)
 }
 
 // TestBadFlagsExitBeforeMeasuring: each bad flag value exits 2 with a

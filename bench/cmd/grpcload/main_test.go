@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// mainEnv makes the test binary run main (the command itself, with its own
-// exit status) instead of the tests.
-const mainEnv = "GRPCLOAD_TEST_RUN_MAIN"
+	"github.com/ratedb/ratedb/bench/internal/cmdtest"
+)
 
 func TestMain(m *testing.M) {
 	// startNoop re-executes this binary as the do-nothing server.
@@ -20,10 +16,7 @@ func TestMain(m *testing.M) {
 		serveNoop(os.Args[2])
 		return
 	}
-	if os.Getenv(mainEnv) == "1" {
-		main()
-		os.Exit(0) // main returned: the command's exit status is 0
-	}
+	cmdtest.Main(main)
 	os.Exit(m.Run())
 }
 
@@ -31,25 +24,7 @@ func TestMain(m *testing.M) {
 // set to tmpdir, and returns its stdout, stderr and exit status.
 func grpcload(t *testing.T, tmpdir string, args ...string) (string, string, int) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "TMPDIR="+tmpdir)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	// A server the command left running holds its stderr open: stop
-	// reading soon after the command exits, rather than wait for it.
-	cmd.WaitDelay = 2 * time.Second
-	err = cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return cmdtest.Run(t, cmdtest.Cmd{TempDir: tmpdir}, args...)
 }
 
 // TestBadFlagsExitBeforeStarting: each bad flag value exits 2 with a

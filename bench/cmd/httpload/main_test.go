@@ -1,28 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ratedb/ratedb/bench/internal/cmdtest"
 )
 
-// mainEnv makes the test binary run main (the command itself, with its own
-// exit status) instead of the tests. The do-nothing server's process,
-// started from this binary, inherits it.
-const mainEnv = "HTTPLOAD_TEST_RUN_MAIN"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(mainEnv) == "1" {
-		main()
-		os.Exit(0) // main returned: the command's exit status is 0
-	}
+	cmdtest.Main(main) // also in the do-nothing server's process, which inherits the environment
 	os.Exit(m.Run())
 }
 
@@ -30,25 +22,7 @@ func TestMain(m *testing.M) {
 // set to tmpdir, and returns its stdout, stderr and exit status.
 func httpload(t *testing.T, tmpdir string, args ...string) (string, string, int) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "TMPDIR="+tmpdir)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	// Should a service outlive the command, stop reading soon after the
-	// command exits rather than wait for it.
-	cmd.WaitDelay = 2 * time.Second
-	err = cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return cmdtest.Run(t, cmdtest.Cmd{TempDir: tmpdir}, args...)
 }
 
 // TestBadFlagsExitBeforeStarting: each bad flag value exits 2 with a

@@ -1,22 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/ratedb/ratedb/bench/internal/cmdtest"
 )
 
-// mainEnv makes the test binary run main (the command itself, with its own
-// exit status) instead of the tests.
-const mainEnv = "MEMBREAK_TEST_RUN_MAIN"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(mainEnv) == "1" {
-		main()
-		os.Exit(0) // main returned: the command's exit status is 0
-	}
+	cmdtest.Main(main)
 	os.Exit(m.Run())
 }
 
@@ -24,22 +17,7 @@ func TestMain(m *testing.M) {
 // its stdout, stderr and exit status.
 func membreak(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), mainEnv+"=1")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return cmdtest.Run(t, cmdtest.Cmd{}, args...)
 }
 
 // TestBadFlagsExitBeforeMeasuring: each bad flag value exits 2 with a

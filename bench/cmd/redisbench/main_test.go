@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,17 +10,12 @@ import (
 
 	"github.com/ratedb/ratedb/bench"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratedb/ratedb/bench/internal/cmdtest"
 )
 
-// mainEnv makes the test binary run main (the command itself, with its own
-// exit status) instead of the tests.
-const mainEnv = "REDISBENCH_TEST_RUN_MAIN"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(mainEnv) == "1" {
-		main()
-		os.Exit(0) // main returned: the command's exit status is 0
-	}
+	cmdtest.Main(main)
 	os.Exit(m.Run())
 }
 
@@ -31,35 +24,7 @@ func TestMain(m *testing.M) {
 // returns its stdout, stderr and exit status.
 func redisbench(t *testing.T, tmpdir string, env []string, args ...string) (string, string, int) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(append(os.Environ(), mainEnv+"=1", "TMPDIR="+tmpdir), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
-}
-
-// requireEmpty fails the test unless dir is empty: the command left
-// nothing in its TMPDIR.
-func requireEmpty(t *testing.T, dir string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		t.Errorf("left behind in TMPDIR: %s", e.Name())
-	}
+	return cmdtest.Run(t, cmdtest.Cmd{TempDir: tmpdir, Env: env}, args...)
 }
 
 // TestNoTempDirLeftWhenRedisFailsToStart runs the command where
@@ -78,13 +43,13 @@ func TestNoTempDirLeftWhenRedisFailsToStart(t *testing.T) {
 	if !strings.Contains(stderr, "redis-server is not on PATH") {
 		t.Errorf("stderr does not say why redis-server did not start:\n%s", stderr)
 	}
-	requireEmpty(t, tmp)
+	cmdtest.RequireEmpty(t, tmp)
 
 	_, stderr, code = redisbench(t, tmp, []string{"PATH=" + t.TempDir()}, "-keys", "0", "-duration", "1ms")
 	if code != 2 || !strings.Contains(stderr, "-keys must be at least 1") {
 		t.Errorf("-keys 0: exit status %d, want 2 with the reason; stderr:\n%s", code, stderr)
 	}
-	requireEmpty(t, tmp)
+	cmdtest.RequireEmpty(t, tmp)
 }
 
 // TestUnwritableOutFails runs a short benchmark against a real
@@ -104,7 +69,7 @@ func TestUnwritableOutFails(t *testing.T) {
 	if b, err := os.ReadFile(good); err != nil || !strings.Contains(string(b), "| bare EVALSHA | 64 | 100 |") {
 		t.Fatalf("the report file (err %v) lacks the last row:\n%s", err, b)
 	}
-	requireEmpty(t, tmp)
+	cmdtest.RequireEmpty(t, tmp)
 
 	bad := filepath.Join(t.TempDir(), "missing", "REDIS.md")
 	out, stderr, code := redisbench(t, tmp, nil, append(args, "-out", bad)...)
@@ -114,7 +79,7 @@ func TestUnwritableOutFails(t *testing.T) {
 	if !strings.Contains(stderr, "redisbench: open "+bad) || !strings.Contains(out, "| bare EVALSHA | 64 | 100 |") {
 		t.Errorf("want the report on stdout and the error on stderr; stdout:\n%s\nstderr:\n%s", out, stderr)
 	}
-	requireEmpty(t, tmp)
+	cmdtest.RequireEmpty(t, tmp)
 }
 
 // TestRowServerStatsCoverTimedHitsOnly checks that a row's Redis figures

@@ -1,23 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ratedb/ratedb/bench/internal/cmdtest"
 )
 
-// mainEnv makes the test binary run main (the command itself, with its own
-// exit status) instead of the tests.
-const mainEnv = "STEADY_TEST_RUN_MAIN"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(mainEnv) == "1" {
-		main()
-		os.Exit(0) // main returned: the command's exit status is 0
-	}
+	cmdtest.Main(main)
 	os.Exit(m.Run())
 }
 
@@ -26,22 +19,7 @@ func TestMain(m *testing.M) {
 // and exit status.
 func steady(t *testing.T, tmpdir string, args ...string) (string, string, int) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "TMPDIR="+tmpdir)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return cmdtest.Run(t, cmdtest.Cmd{TempDir: tmpdir}, args...)
 }
 
 // TestFailedMeasurementExitsNonZero makes every measurement fail (TMPDIR
