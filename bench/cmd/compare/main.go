@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/ratedb/ratedb/bench"
+	"github.com/ratedb/ratedb/bench/internal/cmdflag"
 )
 
 type options struct {
@@ -173,9 +174,10 @@ func command(args []string) int {
 // beyond-memory workload; -bighits 0 made its hits/s NaN, which the child
 // could not print.)
 func checkFlags(extra []string, o options) error {
+	if err := cmdflag.NoArgs(extra); err != nil {
+		return err
+	}
 	switch {
-	case len(extra) > 0:
-		return fmt.Errorf("unexpected argument %q (every setting is a flag: -h lists them)", extra[0])
 	case o.runs < 1:
 		return errors.New("-runs must be at least 1")
 	case o.keys < 1:

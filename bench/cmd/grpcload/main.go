@@ -45,6 +45,8 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/ratedb/ratedb/bench/internal/cmdflag"
 )
 
 // envoyRatelimitVersion pins envoyproxy/ratelimit (it has no tagged module
@@ -124,9 +126,10 @@ func command(args []string) int {
 // target's server or removing the temporary directory; -rounds 0 panicked
 // after the run, and an unknown target was found only when its turn came.)
 func checkFlags(extra []string, o options) error {
+	if err := cmdflag.NoArgs(extra); err != nil {
+		return err
+	}
 	switch {
-	case len(extra) > 0:
-		return fmt.Errorf("unexpected argument %q (every setting is a flag: -h lists them)", extra[0])
 	case o.workers < 1:
 		return errors.New("-workers must be at least 1")
 	case o.conns < 1:
@@ -138,17 +141,7 @@ func checkFlags(extra []string, o options) error {
 	case o.duration <= 0:
 		return errors.New("-duration must be above 0")
 	}
-	seen := map[string]bool{}
-	for _, t := range strings.Split(o.targets, ",") {
-		if !slices.Contains(targetNames, t) {
-			return fmt.Errorf("-targets: unknown target %q (want some of %s)", t, strings.Join(targetNames, ", "))
-		}
-		if seen[t] {
-			return fmt.Errorf("-targets names %s twice", t)
-		}
-		seen[t] = true
-	}
-	return nil
+	return cmdflag.Names("targets", o.targets, targetNames)
 }
 
 type result struct {

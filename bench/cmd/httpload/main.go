@@ -47,6 +47,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ratedb/ratedb/bench/internal/cmdflag"
 )
 
 // ratelimitVersion is the envoyproxy/ratelimit build measured (it has no
@@ -119,9 +121,10 @@ func command(args []string) int {
 // -rounds 0 panicked after the run, -conns 0 measured nothing and exited 0,
 // and an unknown target was found only when its turn came.)
 func checkFlags(extra []string, o options) error {
+	if err := cmdflag.NoArgs(extra); err != nil {
+		return err
+	}
 	switch {
-	case len(extra) > 0:
-		return fmt.Errorf("unexpected argument %q (every setting is a flag: -h lists them)", extra[0])
 	case o.conns < 1:
 		return errors.New("-conns must be at least 1")
 	case o.rounds < 1:
@@ -133,17 +136,7 @@ func checkFlags(extra []string, o options) error {
 	case o.duration <= 0:
 		return errors.New("-duration must be above 0")
 	}
-	seen := map[string]bool{}
-	for _, t := range strings.Split(o.targets, ",") {
-		if !slices.Contains(targetNames, t) {
-			return fmt.Errorf("-targets: unknown target %q (want some of %s)", t, strings.Join(targetNames, ", "))
-		}
-		if seen[t] {
-			return fmt.Errorf("-targets names %s twice", t)
-		}
-		seen[t] = true
-	}
-	return nil
+	return cmdflag.Names("targets", o.targets, targetNames)
 }
 
 // result is one target's measurement.

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/ratedb/ratedb/bench"
+	"github.com/ratedb/ratedb/bench/internal/cmdflag"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -153,9 +154,10 @@ func run(args []string) (code int) {
 // know or one named twice (its rows would be one), a pattern not in
 // bench.SteadyPatterns.
 func checkFlags(extra []string, keys, rounds int, limiters, patterns []string) error {
+	if err := cmdflag.NoArgs(extra); err != nil {
+		return err
+	}
 	switch {
-	case len(extra) > 0:
-		return fmt.Errorf("unexpected argument %q (every setting is a flag: -h lists them)", extra[0])
 	case keys < 1:
 		return errors.New("-keys must be at least 1")
 	case rounds < 1:
