@@ -30,6 +30,8 @@ func TestSortChanges(t *testing.T) {
 		h    func(i int) uint64
 	}{
 		{"small", 1000, func(int) uint64 { return rng.Uint64() }},
+		{"insertion only", insertionMax, func(int) uint64 { return uint64(rng.IntN(4)) }},
+		{"insertion runs with equal hashes", 80_000, func(int) uint64 { return uint64(rng.IntN(2000))<<48 | uint64(rng.IntN(3)) }},
 		{"radix threshold", radixMin, func(int) uint64 { return rng.Uint64() }},
 		{"large", 300_000, func(int) uint64 { return rng.Uint64() }},
 		{"one bucket", 100_000, func(int) uint64 { return 0xabcd<<48 | rng.Uint64()>>20 }},
