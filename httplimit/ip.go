@@ -3,6 +3,7 @@ package httplimit
 import (
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -40,8 +41,7 @@ type Proxies struct {
 	// X-Forwarded-For and Forwarded are read as lists of hops, walked from
 	// the right (the hop closest to the server) past every trusted proxy; the
 	// client is the first untrusted address. When every hop is trusted it is
-	// the leftmost one (a hop's port, a number or an RFC 7239 obfuscated
-	// "_..." port, is ignored); at a hop that is not an IP address
+	// the leftmost one; at a hop that is not an IP address
 	// ("unknown", obfuscated node identifiers, garbage) the walk stops and
 	// the client is the last trusted address reached, as it does after 32
 	// hops (the rest of the header, which a client behind a trusted proxy
@@ -51,6 +51,27 @@ type Proxies struct {
 	// other header (X-Real-IP, CF-Connecting-IP, True-Client-IP) is read as
 	// one address, from the last line of the header; if it is not an IP
 	// address the client is the direct peer.
+	//
+	// A hop is an IP address, with or without a port, which is ignored. An
+	// IPv6 address with a port must be bracketed, "[2001:db8::17]:4711"
+	// (RFC 7239 section 6; quoted in Forwarded): unbracketed, a hop that is
+	// an IPv6 address is that address, so "2001:db8::17:4711" is the address
+	// 2001:db8::17:4711, not 2001:db8::17 with port 4711. A hop that is no
+	// address but is one followed by ":" and a port can only mean that
+	// address, and does: "2001:db8:1:2:a:b:c:d:4711" (nine groups),
+	// "2001:db8::17:54321" (a port of five digits, as clients' ephemeral
+	// ports are, is no 16-bit group), "2001:db8::17:_x". So behind a proxy
+	// that writes ports without brackets a client keeps one key whatever
+	// its port: the port is dropped, or, when it could be a group, lands in
+	// the last 16 bits, which the /64 key ignores. Except, as no reading of
+	// the hop can avoid, for a compressed address and a port of up to four
+	// digits: when the "::" stands for zeros in the address's first 64 bits
+	// (2001:db8::a:b:c:d), the groups after it move up one, into the /64
+	// (2001:db8:0:a::/64), so the client has a second key, which changes
+	// with its address; and a NAT64 or Teredo address (see KeyByIP) is not
+	// keyed by the IPv4 address it carries (a NAT64 one by 64:ff9b::/64,
+	// which all share; a Teredo one by a value that holds the port). Have
+	// such a proxy bracket IPv6 addresses or leave the port out.
 	//
 	// List only headers your proxies set or overwrite on every request. A
 	// header that passes through them unchanged is chosen by the client, who
@@ -203,8 +224,13 @@ func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
 
 // parseHop parses one hop of a forwarding header: an IP address, with or
 // without a port (a number, or RFC 7239's obfuscated "_..." port), IPv6
-// with or without brackets, but with a port only in brackets (unbracketed,
-// "2001:db8::17:80" is an address of its own, and "2001:db8::17:_x" none).
+// with or without brackets. An IPv6 address with a port should be
+// bracketed (RFC 7239 section 6, RFC 3986); unbracketed, a hop that is an
+// address is that address ("2001:db8::17:80" is 2001:db8::17:80, not
+// 2001:db8::17 port 80), and one that is not, but is an address, ":" and a
+// port ("2001:db8:1:2:3:4:5:6:80", "2001:db8::17:54321", whose last part is
+// no 16-bit group, "2001:db8::17:_x"), is that address: it can be nothing
+// else.
 func parseHop(s string) (netip.Addr, bool) {
 	s = strings.TrimSpace(s)
 	if a, err := netip.ParseAddr(s); err == nil {
@@ -213,12 +239,13 @@ func parseHop(s string) (netip.Addr, bool) {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
 		return clean(ap.Addr()), true
 	}
-	if i := strings.LastIndexByte(s, ':'); i > 0 && isObfPort(s[i+1:]) {
-		// "192.0.2.43:_hidden", "[2001:db8::17]:_x": the node is an
-		// address; its port, which the key ignores, is obfuscated.
+	if i := strings.LastIndexByte(s, ':'); i > 0 && (isPort(s[i+1:]) || isObfPort(s[i+1:])) {
 		if host := s[:i]; host[0] == '[' {
+			// "[2001:db8::17]:_x": a numeric port was ParseAddrPort's.
 			s = host // parsed with its brackets below
-		} else if a, err := netip.ParseAddr(host); err == nil && a.Is4() {
+		} else if a, err := netip.ParseAddr(host); err == nil {
+			// "192.0.2.43:_hidden", and an unbracketed IPv6 address with a
+			// port: s is no address, so the port cannot be part of one.
 			return clean(a), true
 		}
 	}
@@ -228,6 +255,13 @@ func parseHop(s string) (netip.Addr, bool) {
 		}
 	}
 	return netip.Addr{}, false
+}
+
+// isPort reports whether s is a port number, 0 to 65535, in decimal, as
+// netip.ParseAddrPort reads it.
+func isPort(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 16)
+	return err == nil
 }
 
 // isObfPort reports whether s is an RFC 7239 obfuscated port: "_" and one

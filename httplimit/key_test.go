@@ -204,10 +204,10 @@ func TestTrustedProxies(t *testing.T) {
 		{"Forwarded IPv6 with an obfuscated port", []string{"Forwarded"}, "10.0.0.1:1",
 			[]string{"Forwarded", `for="[2001:db8:cafe::17]:_p.1-x"`}, "2001:db8:cafe::17"},
 		// An IPv6 node with a port is bracketed (RFC 7239 section 6);
-		// unbracketed, as with a numeric port ("2001:db8::17:80" is an
-		// address of its own), it is no node with a port.
-		{"Forwarded unbracketed IPv6 with an obfuscated port is no address", []string{"Forwarded"}, "10.0.0.1:1",
-			[]string{"Forwarded", `for=198.51.100.7, for="2001:db8:cafe::17:_p"`}, "10.0.0.1"},
+		// unbracketed, "2001:db8:cafe::17:_p" is no address, so it can only
+		// be 2001:db8:cafe::17 and its port (see TestHopShapes).
+		{"Forwarded unbracketed IPv6 with an obfuscated port", []string{"Forwarded"}, "10.0.0.1:1",
+			[]string{"Forwarded", `for=198.51.100.7, for="2001:db8:cafe::17:_p"`}, "2001:db8:cafe::17"},
 		{"Forwarded walks past a trusted hop with an obfuscated port", []string{"Forwarded"}, "10.0.0.1:1",
 			[]string{"Forwarded", `for=192.0.2.60, for="10.0.0.2:_a"`}, "192.0.2.60"},
 		{"Forwarded over several lines", []string{"Forwarded"}, "10.0.0.1:1",
@@ -262,6 +262,127 @@ func TestTrustedProxies(t *testing.T) {
 			}
 			assert.Equal(t, want, k)
 		})
+	}
+}
+
+// TestHopShapes pins how one hop is read, in each header, for every way a
+// proxy writes an address with or without a port. A hop that is no address
+// stops the walk: the client is then the trusted peer, 10.0.0.1.
+func TestHopShapes(t *testing.T) {
+	const peer = "10.0.0.1"
+	fwd, xff := httplimit.HeaderForwarded, httplimit.HeaderXForwardedFor
+	for _, tc := range []struct {
+		name, header, hop string
+		want, key         string
+	}{
+		{"IPv4", fwd, `for=192.0.2.43`, "192.0.2.43", "192.0.2.43"},
+		{"IPv4 with a port", fwd, `for=192.0.2.43:4711`, "192.0.2.43", "192.0.2.43"},
+		{"IPv4 with a port, quoted", fwd, `for="192.0.2.43:4711"`, "192.0.2.43", "192.0.2.43"},
+		{"IPv6 bracketed, quoted", fwd, `for="[2001:db8:1:2::17]"`, "2001:db8:1:2::17", "2001:db8:1:2::/64"},
+		{"IPv6 bracketed, unquoted", fwd, `for=[2001:db8:1:2::17]`, "2001:db8:1:2::17", "2001:db8:1:2::/64"},
+		{"IPv6 bracketed with a port, quoted", fwd, `for="[2001:db8:1:2::17]:4711"`, "2001:db8:1:2::17", "2001:db8:1:2::/64"},
+		{"IPv6 bracketed with a port, unquoted", fwd, `for=[2001:db8:1:2::17]:4711`, "2001:db8:1:2::17", "2001:db8:1:2::/64"},
+		{"IPv6 unbracketed, quoted", fwd, `for="2001:db8:1:2::17"`, "2001:db8:1:2::17", "2001:db8:1:2::/64"},
+		{"IPv6 unbracketed, unquoted", fwd, `for=2001:db8:1:2::17`, "2001:db8:1:2::17", "2001:db8:1:2::/64"},
+		// Unbracketed, an address is an address: RFC 7239 brackets a port,
+		// so "2001:db8:1:2::17:4711" is 2001:db8:1:2::17:4711. A proxy that
+		// meant port 4711 put it in the last 16 bits, which the /64 ignores.
+		{"IPv6 unbracketed that could end in a port", fwd, `for="2001:db8:1:2::17:4711"`,
+			"2001:db8:1:2::17:4711", "2001:db8:1:2::/64"},
+		{"IPv6 unbracketed that could end in a port, unquoted", fwd, `for=2001:db8:1:2::17:4711`,
+			"2001:db8:1:2::17:4711", "2001:db8:1:2::/64"},
+		// ...unless the "::" stands for zeros of the first 64 bits: then
+		// the groups after it move up one, into the /64, when a port is
+		// appended. No reading fixes that: 2001:db8:0:a:b:c:d:4711 exists.
+		{"IPv6 unbracketed compressed in its /64 that could end in a port", fwd, `for="2001:db8::a:b:c:d:4711"`,
+			"2001:db8:0:a:b:c:d:4711", "2001:db8:0:a::/64"},
+		// ...and a compressed NAT64 or Teredo address is no longer keyed by
+		// the IPv4 address it carries (64:ff9b::c000:221 is 192.0.2.33).
+		{"NAT64 unbracketed that could end in a port", fwd, `for="64:ff9b::c000:221:4711"`,
+			"64:ff9b::c000:221:4711", "64:ff9b::/64"},
+		{"Teredo compressed unbracketed that could end in a port", fwd, `for="2001:0:4136::63bf:3fff:fdd2:4711"`,
+			"2001:0:4136:0:63bf:3fff:fdd2:4711", "2.45.184.238"},
+		{"NAT64 unbracketed with a five-digit port", fwd, `for="64:ff9b::c000:221:54321"`,
+			"64:ff9b::c000:221", "192.0.2.33"},
+		// Not an address, but one followed by a port: nothing else it could
+		// be, so the port is dropped.
+		{"IPv6 unbracketed, eight groups and a port", fwd, `for="2001:db8:1:2:a:b:c:d:4711"`,
+			"2001:db8:1:2:a:b:c:d", "2001:db8:1:2::/64"},
+		// Ports of five digits, as clients' ephemeral ports are, are no
+		// 16-bit groups: the hop is no address, so it is one with a port.
+		{"IPv6 unbracketed with a five-digit port", fwd, `for="2001:db8:1:2::17:54321"`,
+			"2001:db8:1:2::17", "2001:db8:1:2::/64"},
+		{"IPv6 unbracketed compressed in its /64 with a five-digit port", fwd, `for="2001:db8::a:b:c:d:54321"`,
+			"2001:db8::a:b:c:d", "2001:db8::/64"},
+		{"IPv6 unbracketed with an obfuscated port", fwd, `for="2001:db8:1:2::17:_p"`,
+			"2001:db8:1:2::17", "2001:db8:1:2::/64"},
+		{"IPv4-mapped unbracketed with a port", fwd, `for="::ffff:192.0.2.43:4711"`, "192.0.2.43", "192.0.2.43"},
+		{"Teredo unbracketed with a port", fwd, `for="2001:0:4136:e378:8000:63bf:3fff:fdd2:4711"`,
+			"2001:0:4136:e378:8000:63bf:3fff:fdd2", "192.0.2.45"},
+		{"IPv6 unbracketed with a port beyond 65535", fwd, `for="2001:db8:1:2:a:b:c:d:65536"`, peer, peer},
+		{"IPv6 unbracketed with an empty port", fwd, `for="2001:db8:1:2::17:"`, peer, peer},
+		{"IPv6 unbracketed, ten groups", fwd, `for="2001:db8:1:2:a:b:c:d:1:80"`, peer, peer},
+
+		{"XFF IPv4 with a port", xff, "192.0.2.43:4711", "192.0.2.43", "192.0.2.43"},
+		{"XFF IPv6 bracketed with a port", xff, "[2001:db8:1:2::17]:4711", "2001:db8:1:2::17", "2001:db8:1:2::/64"},
+		{"XFF IPv6 unbracketed", xff, "2001:db8:1:2::17", "2001:db8:1:2::17", "2001:db8:1:2::/64"},
+		{"XFF IPv6 unbracketed that could end in a port", xff, "2001:db8:1:2::17:4711",
+			"2001:db8:1:2::17:4711", "2001:db8:1:2::/64"},
+		{"XFF IPv6 unbracketed, eight groups and a port", xff, "2001:db8:1:2:a:b:c:d:4711",
+			"2001:db8:1:2:a:b:c:d", "2001:db8:1:2::/64"},
+		{"XFF IPv6 unbracketed with a five-digit port", xff, "2001:db8:1:2::17:54321",
+			"2001:db8:1:2::17", "2001:db8:1:2::/64"},
+		{"XFF quotes are not X-Forwarded-For's", xff, `"[2001:db8:1:2::17]:4711"`, peer, peer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := httplimit.Proxies{
+				Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+				Headers: []string{tc.header},
+			}
+			r := request(peer+":1", tc.header, tc.hop)
+			got, err := p.ClientIP(r)
+			require.NoError(t, err)
+			assert.Equal(t, netip.MustParseAddr(tc.want), got)
+			k, err := httplimit.KeyByClientIP(p)(r)
+			require.NoError(t, err)
+			assert.Equal(t, tc.key, k)
+		})
+	}
+}
+
+// A proxy that writes an IPv6 address and its port without brackets gives
+// one client one key, whatever the port: the port either lands in the last
+// 16 bits, which the /64 ignores, or is dropped. (Unless the address's "::"
+// stands for zeros of its first 64 bits: see TestHopShapes.)
+func TestUnbracketedPortKeepsOneQuota(t *testing.T) {
+	for _, addr := range []string{"2001:db8:1:2::17", "2001:db8:1:2:a:b:c:d"} {
+		for _, header := range []string{httplimit.HeaderXForwardedFor, httplimit.HeaderForwarded} {
+			t.Run(header+" "+addr, func(t *testing.T) {
+				clock := newClock(t0)
+				m, err := httplimit.New(httplimit.Window(fixedMinute(t, openDB(t, clock)), 1), &httplimit.Options{
+					Clock: clock.Now,
+					KeyFunc: httplimit.KeyByClientIP(httplimit.Proxies{
+						Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+						Headers: []string{header},
+					}),
+				})
+				require.NoError(t, err)
+				h := m.Handler(&counting{})
+				hop := func(port string) string {
+					if header == httplimit.HeaderForwarded {
+						return `for="` + addr + ":" + port + `"`
+					}
+					return addr + ":" + port
+				}
+				assert.Equal(t, http.StatusOK, do(h, "/", "10.0.0.1:1", header, hop("54321")).Code)
+				for _, port := range []string{"54322", "65535", "10000", "4711", "80", "1"} {
+					assert.Equal(t, http.StatusTooManyRequests, do(h, "/", "10.0.0.1:1", header, hop(port)).Code,
+						"port %s", port)
+				}
+				assert.Equal(t, http.StatusOK, do(h, "/", "10.0.0.1:1").Code,
+					"the proxy's own quota: no hop was keyed as the proxy")
+			})
+		}
 	}
 }
 
