@@ -68,7 +68,10 @@
 //
 // An IPv6 client usually holds a whole /64 network and can pick a new
 // address in it for every request, so IPv6 addresses are keyed by their /64
-// (2001:db8:1:2::/64); IPv4 addresses are keyed as they are. Clients behind
+// (2001:db8:1:2::/64): rotating addresses within it gets a client no new
+// quota. A client that holds a shorter prefix (a /56 or /48, as ISPs
+// commonly delegate) has a quota per /64 it uses, up to 256 or 65,536 of
+// them. IPv4 addresses are keyed as they are. Clients behind
 // one NAT or carrier-grade NAT share a quota. An IPv6 address that carries
 // an IPv4 client's address, in NAT64's well-known prefix 64:ff9b::/96 or a
 // Teredo address (2001::/32), is keyed by that IPv4 address, so that the

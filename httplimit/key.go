@@ -26,7 +26,11 @@ type KeyFunc func(r *http.Request) (string, error)
 // r.RemoteAddr, ignoring every forwarding header. IPv4 addresses are used
 // as they are; IPv6 addresses are folded to their /64 network, since one
 // client usually holds a whole /64 and could otherwise switch addresses at
-// will. An IPv6 address that carries an IPv4 client's address is keyed by
+// will: a client rotating its address within its /64 keeps one key. A
+// client that holds a shorter prefix (ISPs and tunnel brokers commonly
+// delegate a /56 or a /48) has one key per /64 it uses, up to 256 or
+// 65,536 quotas; if that matters, write a KeyFunc that folds to a shorter
+// prefix. An IPv6 address that carries an IPv4 client's address is keyed by
 // that IPv4 address, as the client is when it connects over IPv4: one in
 // NAT64's well-known prefix 64:ff9b::/96 (RFC 6052; a translator in front of
 // an IPv6-only server shows IPv4 clients so) by its last 32 bits, and a

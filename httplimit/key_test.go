@@ -107,8 +107,12 @@ func TestIPv6SameSlash64SharesQuota(t *testing.T) {
 	h := m.Handler(&counting{})
 
 	assert.Equal(t, http.StatusOK, do(h, "/", "[2001:db8:0:1::1]:1").Code)
-	assert.Equal(t, http.StatusTooManyRequests, do(h, "/", "[2001:db8:0:1:ffff::42]:1").Code, "same /64")
+	for _, addr := range []string{"[2001:db8:0:1:ffff::42]:1", "[2001:db8:0:1:a1b2:c3d4:e5f6:789]:2", "[2001:db8:0:1::]:3"} {
+		assert.Equal(t, http.StatusTooManyRequests, do(h, "/", addr).Code, "%s: same /64, no new quota", addr)
+	}
+	// A client that holds the /48 2001:db8::/48 has a quota per /64.
 	assert.Equal(t, http.StatusOK, do(h, "/", "[2001:db8:0:2::1]:1").Code, "another /64")
+	assert.Equal(t, http.StatusOK, do(h, "/", "[2001:db8:0:ffff::1]:1").Code, "another /64")
 }
 
 var allHeaders = []string{httplimit.HeaderXForwardedFor, httplimit.HeaderForwarded, httplimit.HeaderXRealIP}
