@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 )
@@ -123,8 +124,12 @@ func (c *Config) validate() error {
 	if c.ShutdownTimeout <= 0 {
 		p = append(p, "--shutdown-timeout must be positive")
 	}
-	if sameListenAddr(c.HTTP, c.Envoy.GRPC) {
+	switch {
+	case !sameListenAddr(c.HTTP, c.Envoy.GRPC):
+	case c.HTTP == c.Envoy.GRPC:
 		p = append(p, fmt.Sprintf("--http and --grpc are both %s: give each its own port", c.HTTP))
+	default:
+		p = append(p, fmt.Sprintf("--http %s and --grpc %s would listen on the same port: give each its own port", c.HTTP, c.Envoy.GRPC))
 	}
 	p = c.Envoy.validate(p, c.Given)
 	if len(p) > 0 {
@@ -133,16 +138,57 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// sameListenAddr reports whether the listen addresses a and b are the same
-// string naming a fixed port: two listeners cannot share it. Port 0 (a free
-// port for each) or different strings for one port (":8080" and
-// "127.0.0.1:8080") are left to the bind, which refuses the second.
+// sameListenAddr reports whether listeners on the addresses a and b would
+// take the same port, so that the second bind would fail: both name the same
+// fixed port (compared as numbers, as net.Listen reads them: ":08080" is
+// ":8080"; a service name such as "http" is looked up in /etc/services, never
+// in DNS) and either the same host (IP addresses compared as addresses, names
+// as strings, in any case) or, for either, every interface (an empty host,
+// 0.0.0.0 or ::, which net.Listen makes a dual-stack socket). Port 0, however
+// written (":00"), is a free port for each and never clashes; distinct hosts
+// on one port (127.0.0.1:8080 and 127.0.0.2:8080) do not either. An address
+// that does not parse is left to net.Listen, which reports it by flag.
 func sameListenAddr(a, b string) bool {
-	if a == "" || a != b {
+	ha, pa, err := net.SplitHostPort(a)
+	if err != nil {
 		return false
 	}
-	_, port, err := net.SplitHostPort(a)
-	return err == nil && port != "0"
+	hb, pb, err := net.SplitHostPort(b)
+	if err != nil {
+		return false
+	}
+	na, err := net.LookupPort("tcp", pa)
+	if err != nil || na == 0 {
+		return false
+	}
+	nb, err := net.LookupPort("tcp", pb)
+	if err != nil || nb != na {
+		return false
+	}
+	return everyInterface(ha) || everyInterface(hb) || sameHost(ha, hb)
+}
+
+// everyInterface reports whether the listen host h is every interface: empty,
+// or an unspecified address (0.0.0.0, ::).
+func everyInterface(h string) bool {
+	if h == "" {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.IsUnspecified()
+}
+
+// sameHost reports whether the listen hosts a and b are one: equal IP
+// addresses (an IPv4-mapped IPv6 address equals its IPv4 address), or
+// equal names in any case. It does no look-up: "localhost" and
+// "127.0.0.1" are not the same host here.
+func sameHost(a, b string) bool {
+	ia, errA := netip.ParseAddr(a)
+	ib, errB := netip.ParseAddr(b)
+	if errA == nil && errB == nil {
+		return ia.Unmap() == ib.Unmap()
+	}
+	return errA != nil && errB != nil && strings.EqualFold(a, b)
 }
 
 func joinSemi(p []string) string {
