@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
 )
 
 // The keys, rules and TLS files must be regular files, or symbolic links to
@@ -64,5 +66,49 @@ func TestNonRegularFilesRefusedByName(t *testing.T) {
 			assert.NotContains(t, string(out), "listening", "%v", tc.args)
 			assert.NoFileExists(t, db, "%v: the state file was opened before the file was read", tc.args)
 		}
+	}
+}
+
+// The stored rules file, PATH.rules.json beside the state file PATH, is read
+// as the files of the flags are: a named pipe in its place (which blocked the
+// start at its open), or a symbolic link to a device (to /dev/zero, read until
+// memory ran out; /dev/null here), ends the start at once with exit status 1
+// and a message naming the file and saying what it is; a file larger than
+// rules.MaxFileSize (256 MiB, sparse here) ends it too, naming the bound.
+// Nothing listens. Each run is bounded: a start blocked on the pipe fails the
+// test after 20 s instead of hanging it.
+func TestStoredRulesFileRefusedAtStart(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, path string)
+		want string
+	}{
+		{"named pipe", func(t *testing.T, path string) { require.NoError(t, syscall.Mkfifo(path, 0o600)) },
+			"fileread: not a regular file: it is a named pipe (FIFO)"},
+		{"link to a device", func(t *testing.T, path string) { require.NoError(t, os.Symlink("/dev/null", path)) },
+			"fileread: not a regular file: it is a character device"},
+		{"larger than the bound", func(t *testing.T, path string) {
+			require.NoError(t, os.WriteFile(path, nil, 0o600))
+			require.NoError(t, os.Truncate(path, rules.MaxFileSize+1))
+		}, "fileread: file larger than 256 MiB (268435456 bytes)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "s.db")
+			path := db + ".rules.json"
+			tc.make(t, path)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			cmd := exec.CommandContext(ctx, binary(t), "serve", "--db", db, "--http", "127.0.0.1:0")
+			cmd.Env = append(os.Environ(), "RATEDB_API_KEYS=", "RATEDB_ADMIN_KEYS=")
+			out, err := cmd.CombinedOutput()
+			blocked := ctx.Err()
+			cancel()
+			require.NoError(t, blocked, "the start blocked (killed after 20 s): %s", out)
+			var ee *exec.ExitError
+			require.True(t, errors.As(err, &ee), "%v: %s", err, out)
+			assert.Equal(t, 1, ee.ExitCode(), "%s", out)
+			assert.Contains(t, string(out), "rules: reading the rules file: "+path+": "+tc.want)
+			assert.NotContains(t, string(out), "listening")
+		})
 	}
 }

@@ -1,6 +1,7 @@
 // Package fileread reads the files `ratedb serve` is given by its flags (API
-// keys, rules, TLS certificates and keys): only a regular file, or a
-// symbolic link to one, and with a bound on its size. A flag naming a named
+// keys, rules, TLS certificates and keys), and the rules file it keeps
+// beside its state file (with a bound of its own): only a regular file, or
+// a symbolic link to one, and with a bound on its size. A flag naming a named
 // pipe (FIFO) or a device by mistake ends the start at once with an error
 // saying so, instead of blocking on the open of a FIFO nothing writes to or
 // reading a device until the bound; a huge file ends it instead of being
@@ -28,12 +29,19 @@ var testBeforeOpen func(path string)
 // Kubernetes Secret or ConfigMap volume are), of at most MaxSize bytes.
 // Otherwise it returns an error naming path: one wrapping ErrNotRegular,
 // saying what the file is, for a directory, a named pipe (FIFO), a device
-// or a socket; one wrapping ErrTooLarge for a larger file; the os error
+// or a socket; one matching ErrTooLarge for a larger file; the os error
 // (fs.ErrNotExist, fs.ErrPermission) for a path it cannot stat or open. It
 // never opens a file whose status shows it is not regular, never blocks on
 // a named pipe (not even one put in place of the file after that check),
 // and reads at most MaxSize+1 bytes. Safe for concurrent use.
-func ReadFile(path string) ([]byte, error) {
+func ReadFile(path string) ([]byte, error) { return ReadFileLimit(path, MaxSize) }
+
+// ReadFileLimit is ReadFile with a bound of limit bytes (positive) instead
+// of MaxSize, for a file that may legitimately be larger: for a file of
+// more than limit bytes, its error names path, states limit and matches
+// ErrTooLarge (errors.Is). It reads at most limit+1 bytes, and none from a
+// file whose status already shows it is larger. Safe for concurrent use.
+func ReadFileLimit(path string, limit int) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -57,12 +65,16 @@ func ReadFile(path string) ([]byte, error) {
 	if err := regular(path, fi); err != nil {
 		return nil, err
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if fi.Size() > int64(limit) {
+		return nil, &tooLargeError{path: path, limit: limit}
+	}
+	// The file may grow while it is read: the bound holds still.
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > MaxSize {
-		return nil, fmt.Errorf("%s: %w", path, ErrTooLarge)
+	if len(b) > limit {
+		return nil, &tooLargeError{path: path, limit: limit}
 	}
 	return b, nil
 }

@@ -38,3 +38,26 @@ func TestReadFileBound(t *testing.T) {
 	_, err = fileread.ReadFile(t.TempDir())
 	assert.ErrorContains(t, err, "is a directory")
 }
+
+// ReadFileLimit bounds a file at its own limit, and its error states that
+// limit (not MaxSize's) while matching ErrTooLarge.
+func TestReadFileLimit(t *testing.T) {
+	const limit = 3 << 20
+	b, err := fileread.ReadFileLimit(sparse(t, limit), limit)
+	require.NoError(t, err, "a file of limit bytes is read")
+	assert.Len(t, b, limit)
+
+	big := sparse(t, limit+1)
+	_, err = fileread.ReadFileLimit(big, limit)
+	require.ErrorIs(t, err, fileread.ErrTooLarge)
+	assert.Equal(t, big+": fileread: file larger than 3 MiB (3145728 bytes)", err.Error())
+
+	odd := sparse(t, 1001)
+	_, err = fileread.ReadFileLimit(odd, 1000)
+	require.ErrorIs(t, err, fileread.ErrTooLarge)
+	assert.Equal(t, odd+": fileread: file larger than 1000 bytes", err.Error())
+
+	b, err = fileread.ReadFileLimit(sparse(t, fileread.MaxSize+1), fileread.MaxSize+1)
+	require.NoError(t, err, "a limit above MaxSize reads more than ReadFile")
+	assert.Len(t, b, fileread.MaxSize+1)
+}

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/fileread"
 )
 
 // Storage keeps the stored rules. Implementations are safe for concurrent
@@ -33,11 +35,14 @@ type Stored struct {
 // (ratedb.db.rules.json), replaced atomically: written to a temporary file,
 // synced, renamed over the old one, and the directory synced. The service
 // writes it only while it holds the state file's lock, so one process at a
-// time writes it. It is safe for concurrent use when the caller serializes
-// Update and Save (Manager does).
+// time writes it. The file holds at most MaxFileSize bytes: Load refuses a
+// larger one, and Save refuses to write one. It is safe for concurrent use
+// when the caller serializes Update and Save (Manager does).
 type FileStorage struct {
 	// Path is the rules file.
 	Path string
+
+	maxSize int // the bound in bytes, set by tests; zero: MaxFileSize
 }
 
 type fileFormat struct {
@@ -45,17 +50,45 @@ type fileFormat struct {
 	Rules   []Stored `json:"rules"`
 }
 
+// MaxFileSize is the largest rules file FileStorage reads or writes, in
+// bytes: 256 MiB. The API bounds each rule (MaxNameLen, MaxPatternLen,
+// MaxTiers), not how many there are: a rule takes about 240 bytes in the
+// file as usually written, and at most about 7.9 KiB (names and patterns
+// of the longest, each byte of a pattern escaped to six, such as "<" to
+// "\u003c", and 16 tiers), so the file holds about a million rules of the
+// first kind, or 33,000 of the largest. A --rules file (at most
+// fileread.MaxSize, 16 MiB) takes at most about six times its size once
+// stored (a "<" of YAML is "\u003c" here), under 100 MiB: it fits with
+// room to spare for the rules added through the API. Past the bound, Save
+// refuses the change (ErrRulesFileFull) rather than write a file the next
+// start would refuse.
+const MaxFileSize = 256 << 20
+
 // RulesPath is the rules file kept beside the state file dbPath.
 func RulesPath(dbPath string) string { return dbPath + ".rules.json" }
 
-// Load implements Storage.
+// limit is the bound of the file in bytes: MaxFileSize, unless a test set
+// another.
+func (f FileStorage) limit() int {
+	if f.maxSize > 0 {
+		return f.maxSize
+	}
+	return MaxFileSize
+}
+
+// Load implements Storage. The file must be a regular file, or a symbolic
+// link to one, of at most MaxFileSize bytes: for a named pipe, a device or
+// a directory Load returns at once an error wrapping fileread.ErrNotRegular,
+// for a larger file one matching fileread.ErrTooLarge, each naming the file
+// (and the bound). No file at all is no rules.
 func (f FileStorage) Load() ([]Stored, error) {
-	b, err := os.ReadFile(f.Path)
+	b, err := fileread.ReadFileLimit(f.Path, f.limit())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("rules: reading %s: %w", f.Path, err)
+		// Every error of ReadFileLimit names the file.
+		return nil, fmt.Errorf("rules: reading the rules file: %w", err)
 	}
 	var ff fileFormat
 	if err := json.Unmarshal(b, &ff); err != nil {
@@ -82,11 +115,17 @@ func (f FileStorage) Update(fn func([]Stored) ([]Stored, error)) error {
 	return f.Save(next)
 }
 
-// Save replaces the stored rules, durably, before returning.
+// Save replaces the stored rules, durably, before returning. Rules that
+// would take more than MaxFileSize bytes are not written (the file stays as
+// it was): Save returns an error wrapping ErrRulesFileFull.
 func (f FileStorage) Save(rs []Stored) error {
 	b, err := json.MarshalIndent(fileFormat{Version: 1, Rules: rs}, "", "  ")
 	if err != nil {
 		return err
+	}
+	b = append(b, '\n')
+	if len(b) > f.limit() {
+		return fmt.Errorf("rules: saving %d rules (%d bytes): %w", len(rs), len(b), ErrRulesFileFull)
 	}
 	dir := filepath.Dir(f.Path)
 	tmp, err := os.CreateTemp(dir, filepath.Base(f.Path)+".tmp*")
@@ -94,7 +133,7 @@ func (f FileStorage) Save(rs []Stored) error {
 		return fmt.Errorf("rules: saving: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
+	if _, err := tmp.Write(b); err != nil {
 		tmp.Close()
 		return fmt.Errorf("rules: saving: %w", err)
 	}
