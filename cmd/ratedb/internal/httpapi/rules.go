@@ -194,11 +194,17 @@ func (s *Server) rule(w http.ResponseWriter, r *http.Request) {
 }
 
 // rulesStoreFailed answers a change of the rules that could not be saved: 503
-// when the store is unavailable (Redis does not answer), 500 otherwise.
+// when the store is unavailable (Redis does not answer), 507 when the rules
+// would not fit the rules file's bound (rules.ErrRulesFileFull), 500
+// otherwise.
 func (s *Server) rulesStoreFailed(w http.ResponseWriter, err error) {
 	s.opts.Logger.Error("saving rules failed", "err", err)
-	if errors.Is(err, ratedb.ErrUnavailable) {
+	switch {
+	case errors.Is(err, ratedb.ErrUnavailable):
 		writeError(w, http.StatusServiceUnavailable, "the rules store is unavailable", nil)
+		return
+	case errors.Is(err, rules.ErrRulesFileFull):
+		writeError(w, http.StatusInsufficientStorage, "the rules would not fit the rules file (at most 256 MiB): delete rules first", nil)
 		return
 	}
 	writeError(w, http.StatusInternalServerError, "saving the rules failed", nil)
