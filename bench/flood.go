@@ -60,8 +60,8 @@ func floodKey(buf *[16]byte, i int) string {
 // way a flood of spoofed addresses or random API keys meets a limiter. It
 // samples anonymous RSS throughout, then checks with w.Get that every key
 // counts exactly 1 (before Close: the answer the DB gives while running).
-func Flood(dir string, n int, maxHot, backlog int64, goroutines int, logf func(string, ...any)) (FloodResult, error) {
-	ctx := context.Background()
+// It stops early, with an error wrapping ctx's, once ctx ends.
+func Flood(ctx context.Context, dir string, n int, maxHot, backlog int64, goroutines int, logf func(string, ...any)) (FloodResult, error) {
 	if goroutines <= 0 {
 		goroutines = runtime.GOMAXPROCS(0)
 	}
@@ -144,8 +144,12 @@ func Flood(dir string, n int, maxHot, backlog int64, goroutines int, logf func(s
 					if i%64 == 0 {
 						slow = max(slow, time.Since(t1))
 					}
-					if err != nil || !res.Allowed || res.Count != 1 {
-						errs[g] = fmt.Errorf("flood hit %d: allowed=%v count=%d err=%v", i, res.Allowed, res.Count, err)
+					if err != nil {
+						errs[g] = fmt.Errorf("flood hit %d: %w", i, err)
+						return
+					}
+					if !res.Allowed || res.Count != 1 {
+						errs[g] = fmt.Errorf("flood hit %d: allowed=%v count=%d", i, res.Allowed, res.Count)
 						return
 					}
 					if logf != nil && i > 0 && i%1_000_000 == 0 {

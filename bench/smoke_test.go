@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -102,7 +103,7 @@ func TestWorkloadsSmall(t *testing.T) {
 // requires every count exact.
 func TestFloodSmall(t *testing.T) {
 	const n = 100_000
-	r, err := Flood(t.TempDir(), n, 10_000, 10_000, 0, t.Logf)
+	r, err := Flood(context.Background(), t.TempDir(), n, 10_000, 10_000, 0, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,8 @@
 // (the way spoofed addresses or random API keys meet a rate limiter), then
 // checks that every key counts exactly 1, and prints hits/s, the peak
 // anonymous RSS (RssAnon, the heap: bbolt's file mapping is not in it) and
-// the DB's Stats.
+// the DB's Stats. SIGINT or SIGTERM stops the flood, removes the temporary
+// directory and stops the profile; it then exits 130 or 143.
 //
 //	cd bench && go run ./cmd/flood -keys 20000000 -maxhot 1000000
 package main
@@ -17,14 +18,16 @@ import (
 	"runtime/pprof"
 
 	"github.com/ratedb/ratedb/bench"
+	"github.com/ratedb/ratedb/bench/internal/cmdsig"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
 
 // run is the command with its arguments; it returns the exit status (0
 // after -h, 2 for bad flags, checked before anything is made, 1 for an
-// error or a wrong count) once its deferred clean-up (the profile, the
-// temporary directory) has run.
+// error or a wrong count, 130 or 143 after SIGINT or SIGTERM, which stop
+// the flood) once its deferred clean-up (the profile, the temporary
+// directory) has run.
 func run(args []string) (code int) {
 	fs := flag.NewFlagSet("flood", flag.ContinueOnError)
 	keys := fs.Int("keys", 20_000_000, "distinct new keys, each hit once (at least 1)")
@@ -51,6 +54,9 @@ func run(args []string) (code int) {
 		log.Print("flood: -goroutines must not be negative (0: GOMAXPROCS)")
 		return 2
 	}
+	ctx, stop := cmdsig.Context()
+	defer stop()
+	defer func() { code = cmdsig.Status(ctx, "flood", code) }() // after the clean-up below
 	stopProfile, err := bench.StartCPUProfile(*cpuprofile)
 	if err != nil {
 		log.Print(err)
@@ -67,10 +73,13 @@ func run(args []string) (code int) {
 		defer os.RemoveAll(tmp)
 		d = tmp
 	}
-	r, err := bench.Flood(d, *keys, *hot, *backlog, *g, log.Printf)
+	r, err := bench.Flood(ctx, d, *keys, *hot, *backlog, *g, log.Printf)
 	if err != nil {
 		log.Print(err)
 		code = 1
+	}
+	if ctx.Err() != nil {
+		return code
 	}
 	if r.Mismatched != 0 {
 		log.Printf("flood: %d keys' counts are wrong", r.Mismatched)

@@ -6,8 +6,50 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/ratedb/ratedb/bench/internal/cmdtest"
 )
+
+func TestMain(m *testing.M) {
+	cmdtest.Main(main)
+	os.Exit(m.Run())
+}
+
+// TestInterruptRemovesTheDatabase floods a billion keys (hours of work, a
+// file of tens of GB) in a process of its own, with -cpuprofile, and sends
+// it SIGINT once it has hit its first million: it must stop, exit 130 with
+// "interrupted" on stderr, remove the temporary directory with the
+// database file and stop the CPU profile (its gzip data written). Before,
+// the signal ended the process at once: the directory and its file stayed
+// in TMPDIR and the profile was empty.
+func TestInterruptRemovesTheDatabase(t *testing.T) {
+	tmp := t.TempDir()
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
+	p := cmdtest.Start(t, cmdtest.Cmd{TempDir: tmp}, "-keys", "1000000000", "-maxhot", "100000", "-cpuprofile", prof)
+	p.WaitStderr(t, "flood: 1000000 keys in", 2*time.Minute)
+	if ents, _ := os.ReadDir(tmp); len(ents) != 1 || !strings.HasPrefix(ents[0].Name(), "ratedb-flood-") {
+		t.Fatalf("TMPDIR holds %v, want the flood's directory", ents)
+	}
+	p.Signal(t, syscall.SIGINT)
+	_, stderr, code := p.Wait(t, time.Minute)
+	if code != 130 {
+		t.Errorf("exit status %d, want 130; stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "flood: interrupted by SIGINT") {
+		t.Errorf("stderr does not say it was interrupted:\n%s", stderr)
+	}
+	cmdtest.RequireEmpty(t, tmp)
+	b, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("the CPU profile holds %d bytes and no gzip header: it was not stopped", len(b))
+	}
+}
 
 // TestRunStopsProfileWhenTempDirFails makes os.MkdirTemp fail (TMPDIR names
 // a directory that does not exist) in a run with -cpuprofile: run must
