@@ -154,20 +154,22 @@ func (r RedisRow) PerSecond() float64 { return float64(r.Allowed) / r.Elapsed.Se
 // error ends the run; then it times the hits. A caller that reads the
 // server's statistics for the row (INFO commandstats) resets them in timed,
 // so that they cover the timed hits and not the untimed pass, which creates
-// every key.
-func RunRedis(lim RedisLimiter, name string, callers int, keys []string, d time.Duration, timed func() error) (RedisRow, error) {
-	ctx := context.Background()
+// every key. Once ctx ends, it stops and returns ctx's error.
+func RunRedis(ctx context.Context, lim RedisLimiter, name string, callers int, keys []string, d time.Duration, timed func() error) (RedisRow, error) {
 	var wg sync.WaitGroup
 	for g := 0; g < callers; g++ { // warm-up: every key once
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := g; i < len(keys); i += callers {
+			for i := g; i < len(keys) && ctx.Err() == nil; i += callers {
 				_, _ = lim.Allow(ctx, keys[i])
 			}
 		}()
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return RedisRow{Limiter: name, Callers: callers, Keys: len(keys)}, err
+	}
 	if timed != nil {
 		if err := timed(); err != nil {
 			return RedisRow{Limiter: name, Callers: callers, Keys: len(keys)}, err
@@ -188,7 +190,7 @@ func RunRedis(lim RedisLimiter, name string, callers int, keys []string, d time.
 			p.lat = make([]time.Duration, 0, 1<<16)
 			for i := g; ; i += callers {
 				t0 := time.Now()
-				if t0.After(deadline) {
+				if t0.After(deadline) || ctx.Err() != nil {
 					return
 				}
 				ok, err := lim.Allow(ctx, keys[i%len(keys)])
@@ -204,6 +206,9 @@ func RunRedis(lim RedisLimiter, name string, callers int, keys []string, d time.
 	}
 	wg.Wait()
 	row := RedisRow{Limiter: name, Callers: callers, Keys: len(keys), Elapsed: time.Since(start)}
+	if err := ctx.Err(); err != nil {
+		return row, err
+	}
 	var all []time.Duration
 	for _, p := range parts {
 		all = append(all, p.lat...)

@@ -33,7 +33,7 @@ func TestRedisLimiters(t *testing.T) {
 				t.Fatalf("%s: hit %d: allowed %v, error %v", f.Name, i, ok, err)
 			}
 		}
-		r, err := RunRedis(lim, f.Name, 4, keys, 50*time.Millisecond, nil)
+		r, err := RunRedis(context.Background(), lim, f.Name, 4, keys, 50*time.Millisecond, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", f.Name, err)
 		}

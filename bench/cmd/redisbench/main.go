@@ -5,6 +5,8 @@
 // (INFO commandstats, over the timed hits only) with 1 and 64 concurrent
 // callers, on one hot key and on 100,000 keys. It prints a Markdown table
 // and, with -out, writes it with the machine and command to a file.
+// SIGINT or SIGTERM stops the run, the redis-server and removes its
+// directory; it then exits 130 or 143.
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 
 	"github.com/ratedb/ratedb"
 	"github.com/ratedb/ratedb/bench"
+	"github.com/ratedb/ratedb/bench/internal/cmdsig"
 	"github.com/ratedb/ratedb/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -31,8 +34,9 @@ func main() { os.Exit(command(os.Args[1:])) }
 // once its deferred clean-up has run (the redis-server stopped, its
 // temporary directory removed, on every path): 0 after a full run (and
 // after -h), 2 for bad flags, 1 when redis-server does not start, a
-// measurement fails or the -out file cannot be written.
-func command(args []string) int {
+// measurement fails or the -out file cannot be written, 130 or 143 after
+// SIGINT or SIGTERM, which stop the run.
+func command(args []string) (code int) {
 	fs := flag.NewFlagSet("redisbench", flag.ContinueOnError)
 	duration := fs.Duration("duration", 5*time.Second, "timed run of each row")
 	nkeys := fs.Int("keys", 100_000, "size of the many-keys key set (at least 1)")
@@ -54,6 +58,9 @@ func command(args []string) int {
 		log.Print("redisbench: -keys must be at least 1")
 		return 2
 	}
+	ctx, stop := cmdsig.Context()
+	defer stop()
+	defer func() { code = cmdsig.Status(ctx, "redisbench", code) }() // after the clean-up below
 	dir, err := os.MkdirTemp("", "redisbench-")
 	if err != nil {
 		log.Printf("redisbench: %v", err)
@@ -66,7 +73,8 @@ func command(args []string) int {
 		return 1
 	}
 	defer srv.Stop()
-	report, err := run(srv, *duration, *nkeys)
+	log.Printf("redisbench: redis-server %s on %s", srv.Version(), srv.Addr)
+	report, err := run(ctx, srv, *duration, *nkeys)
 	if err != nil {
 		log.Printf("redisbench: %v", err)
 		return 1
@@ -85,8 +93,9 @@ func command(args []string) int {
 	return 0
 }
 
-func run(srv *bench.RedisServer, d time.Duration, nkeys int) (string, error) {
-	ctx := context.Background()
+// run measures every row against srv and returns the report; it stops,
+// with an error, once ctx ends.
+func run(ctx context.Context, srv *bench.RedisServer, d time.Duration, nkeys int) (string, error) {
 	// PoolSize above the largest number of callers, so that no caller waits
 	// for a connection.
 	fast := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 128, ContextTimeoutEnabled: true})
@@ -195,7 +204,7 @@ func memoryPerKey(ctx context.Context, c *redis.Client, keys []string) (float64,
 // untimed pass over every key is done, so that the figure covers the timed
 // hits only.
 func measureRow(ctx context.Context, stats *redis.Client, lim bench.RedisLimiter, name string, callers int, keys []string, d time.Duration) (bench.RedisRow, error) {
-	r, err := bench.RunRedis(lim, name, callers, keys, d, func() error { return stats.ConfigResetStat(ctx).Err() })
+	r, err := bench.RunRedis(ctx, lim, name, callers, keys, d, func() error { return stats.ConfigResetStat(ctx).Err() })
 	if err != nil {
 		return r, err
 	}

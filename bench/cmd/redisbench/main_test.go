@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,4 +130,28 @@ func TestRowServerStatsCoverTimedHitsOnly(t *testing.T) {
 	if r.ServerPerCall <= 0 {
 		t.Fatalf("ServerPerCall %v µs, want > 0", r.ServerPerCall)
 	}
+}
+
+// TestInterruptStopsRedis runs the command with ten-minute rows and sends
+// it SIGTERM once its redis-server answers: it must stop, exit 143 with
+// "interrupted" on stderr, and leave neither its redis-server running nor
+// the server's temporary directory in TMPDIR. Before, the signal ended the
+// command at once and the redis-server ran on, an orphan, with its
+// directory left behind.
+func TestInterruptStopsRedis(t *testing.T) {
+	bench.NeedRedisServer(t)
+	tmp := t.TempDir()
+	p := cmdtest.Start(t, cmdtest.Cmd{TempDir: tmp}, "-duration", "10m", "-keys", "100")
+	p.WaitStderr(t, "redisbench: redis-server ", time.Minute)
+	kids := cmdtest.WaitChildren(t, p.Pid(), 1, time.Minute, "redis-server")
+	p.Signal(t, syscall.SIGTERM)
+	_, stderr, code := p.Wait(t, time.Minute)
+	if code != 143 {
+		t.Errorf("exit status %d, want 143; stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "redisbench: interrupted by SIGTERM") {
+		t.Errorf("stderr does not say it was interrupted:\n%s", stderr)
+	}
+	cmdtest.RequireGone(t, kids...)
+	cmdtest.RequireEmpty(t, tmp)
 }
