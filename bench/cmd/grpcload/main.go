@@ -18,7 +18,8 @@
 //
 // Bad flag values exit 2 before anything is started; a target that fails
 // to start or to answer exits 1, after the servers are stopped and the
-// temporary directory removed.
+// temporary directory removed. SIGINT or SIGTERM stops the run the same
+// way, and it then exits 130 or 143.
 //
 // Run it from bench/: go run ./cmd/grpcload
 package main
@@ -47,6 +48,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ratedb/ratedb/bench/internal/cmdflag"
+	"github.com/ratedb/ratedb/bench/internal/cmdsig"
 )
 
 // envoyRatelimitVersion pins envoyproxy/ratelimit (it has no tagged module
@@ -87,9 +89,10 @@ var targetNames = []string{"noop", "ratedb", "envoy-ratelimit"}
 // command is the command with its arguments. It returns the exit status
 // once its deferred clean-up (the servers stopped, the temporary directory
 // removed) has run: 0 after a full run (and after -h), 2 for bad flags,
-// checked before anything is started, and 1 when a target fails to start
-// or to answer, or the table cannot be written.
-func command(args []string) int {
+// checked before anything is started, 1 when a target fails to start or
+// to answer, or the table cannot be written, and 130 or 143 after SIGINT
+// or SIGTERM, which stop the run.
+func command(args []string) (code int) {
 	var o options
 	fs := flag.NewFlagSet("grpcload", flag.ContinueOnError)
 	fs.IntVar(&o.workers, "workers", 64, "concurrent callers (at least 1)")
@@ -110,7 +113,10 @@ func command(args []string) int {
 		fmt.Fprintln(os.Stderr, "grpcload:", err)
 		return 2
 	}
-	if err := run(o); err != nil {
+	ctx, stop := cmdsig.Context()
+	defer stop()
+	defer func() { code = cmdsig.Status(ctx, "grpcload", code) }() // after run's clean-up
+	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "grpcload:", err)
 		return 1
 	}
@@ -156,7 +162,9 @@ type result struct {
 	minRate, maxRate float64
 }
 
-func run(o options) error {
+// run measures the targets of o, prints the table and writes it to o.out;
+// it stops, with an error, once ctx ends.
+func run(ctx context.Context, o options) error {
 	tmp, err := os.MkdirTemp("", "grpcload")
 	if err != nil {
 		return err
@@ -180,7 +188,7 @@ func run(o options) error {
 	for round := range o.rounds {
 		for _, t := range targets {
 			fmt.Fprintf(os.Stderr, "== round %d: %s\n", round+1, t)
-			r, err := runTarget(o, t, tmp, cfgDir, values)
+			r, err := runTarget(ctx, o, t, tmp, cfgDir, values)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t, err)
 			}
@@ -204,8 +212,9 @@ func run(o options) error {
 	return nil
 }
 
-// runTarget starts target t, measures it and stops it.
-func runTarget(o options, t, tmp, cfgDir string, values []string) (result, error) {
+// runTarget starts target t, measures it and stops it (also when ctx ends
+// first).
+func runTarget(ctx context.Context, o options, t, tmp, cfgDir string, values []string) (result, error) {
 	var (
 		addr    string
 		pids    []int
@@ -214,11 +223,11 @@ func runTarget(o options, t, tmp, cfgDir string, values []string) (result, error
 	)
 	switch t {
 	case "noop":
-		addr, pids, cleanup, err = startNoop()
+		addr, pids, cleanup, err = startNoop(ctx)
 	case "ratedb":
-		addr, pids, cleanup, err = startRatedb(o, tmp, cfgDir)
+		addr, pids, cleanup, err = startRatedb(ctx, o, tmp, cfgDir)
 	case "envoy-ratelimit":
-		addr, pids, cleanup, err = startEnvoyRatelimit(tmp)
+		addr, pids, cleanup, err = startEnvoyRatelimit(ctx, tmp)
 	default:
 		err = fmt.Errorf("unknown target %q", t)
 	}
@@ -226,7 +235,8 @@ func runTarget(o options, t, tmp, cfgDir string, values []string) (result, error
 		return result{}, err
 	}
 	defer cleanup()
-	return measure(o, t, addr, pids, values)
+	fmt.Fprintf(os.Stderr, "%s: serving on %s, warm-up %v\n", t, addr, o.warmup)
+	return measure(ctx, o, t, addr, pids, values)
 }
 
 func (r result) rate() float64 { return float64(r.calls) / r.elapsed.Seconds() }
@@ -238,8 +248,9 @@ func (r result) cpuPer1k() float64 {
 	return float64(r.cpu.Microseconds()) / 1000 / float64(r.calls) * 1000
 }
 
-// measure warms up, then runs the load for o.duration.
-func measure(o options, target, addr string, pids []int, values []string) (result, error) {
+// measure warms up, then runs the load for o.duration; it stops, with
+// ctx's error, once ctx ends.
+func measure(ctx context.Context, o options, target, addr string, pids []int, values []string) (result, error) {
 	conns := make([]*grpc.ClientConn, o.conns)
 	for i := range conns {
 		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -251,7 +262,7 @@ func measure(o options, target, addr string, pids []int, values []string) (resul
 	}
 	// One checked call: the target answers and counts.
 	c := rlsv3.NewRateLimitServiceClient(conns[0])
-	resp, err := c.ShouldRateLimit(context.Background(), request("check"))
+	resp, err := c.ShouldRateLimit(ctx, request("check"))
 	if err != nil {
 		return result{}, fmt.Errorf("first call: %w", err)
 	}
@@ -282,7 +293,7 @@ func measure(o options, target, addr string, pids []int, values []string) (resul
 				req := reqs[i%len(reqs)]
 				req.Descriptors[0].Entries[0].Value = values[rng.IntN(len(values))]
 				t0 := time.Now()
-				resp, err := client.ShouldRateLimit(context.Background(), req)
+				resp, err := client.ShouldRateLimit(ctx, req)
 				d := time.Since(t0)
 				if p != 1 {
 					continue
@@ -299,21 +310,31 @@ func measure(o options, target, addr string, pids []int, values []string) (resul
 			lat[w] = local
 		}()
 	}
-	time.Sleep(o.warmup)
+	if err := cmdsig.Sleep(ctx, o.warmup); err != nil {
+		phase.Store(2)
+		wg.Wait()
+		return result{}, err
+	}
 	cpu0, err := cpuOf(pids)
 	if err != nil {
+		phase.Store(2)
+		wg.Wait()
 		return result{}, err
 	}
 	t0 := time.Now()
 	phase.Store(1)
-	time.Sleep(o.duration)
+	if err := cmdsig.Sleep(ctx, o.duration); err != nil {
+		phase.Store(2)
+		wg.Wait()
+		return result{}, err
+	}
 	phase.Store(2)
 	elapsed := time.Since(t0)
 	cpu1, err := cpuOf(pids)
+	wg.Wait()
 	if err != nil {
 		return result{}, err
 	}
-	wg.Wait()
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)
@@ -366,14 +387,15 @@ func port(addr string) string {
 	return p
 }
 
-// waitServing polls addr until a ShouldRateLimit call answers (or 2 min).
-func waitServing(addr string, exited <-chan struct{}) error {
+// waitServing polls addr until a ShouldRateLimit call answers (or 2 min,
+// or ctx ends).
+func waitServing(ctx context.Context, addr string, exited <-chan struct{}) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_, err = rlsv3.NewRateLimitServiceClient(c).ShouldRateLimit(ctx, request("probe"))
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, err = rlsv3.NewRateLimitServiceClient(c).ShouldRateLimit(cctx, request("probe"))
 			cancel()
 			c.Close()
 			if err == nil {
@@ -388,12 +410,15 @@ func waitServing(addr string, exited <-chan struct{}) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s not serving: %w", addr, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		if err := cmdsig.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
 	}
 }
 
-// startProcess starts cmd and returns a channel closed when it exits and a
-// function that kills it and waits.
+// startProcess starts cmd (made by cmdsig.Command, so that it gets SIGTERM
+// when the run's context ends) and returns a channel closed when it exits
+// and a function that kills it and waits.
 func startProcess(cmd *exec.Cmd) (<-chan struct{}, func(), error) {
 	return startProcessTo(cmd, os.Stderr)
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,7 +106,7 @@ func TestSmoke(t *testing.T) {
 	values := []string{"a", "b", "c"}
 	var rs []result
 	for _, target := range []string{"noop", "ratedb"} {
-		r, err := runTarget(o, target, tmp, cfgDir, values)
+		r, err := runTarget(context.Background(), o, target, tmp, cfgDir, values)
 		if err != nil {
 			t.Fatalf("%s: %v", target, err)
 		}
@@ -130,7 +132,7 @@ func TestSmoke(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(lowDir, "bench.yaml"), []byte(low), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := runTarget(o, "ratedb", tmp, lowDir, values)
+	r, err := runTarget(context.Background(), o, "ratedb", tmp, lowDir, values)
 	if err != nil {
 		t.Fatalf("ratedb, limit 1: %v", err)
 	}
@@ -143,4 +145,29 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
 	}
+}
+
+// TestInterruptStopsTheServers runs the do-nothing target with a
+// ten-minute warm-up and sends the command SIGINT once its server process
+// serves and the warm-up has begun: it must stop, exit 130 with
+// "interrupted" on stderr, and
+// leave neither the server running nor its temporary directory in TMPDIR.
+// Before, the signal ended the command at once and the server ran on, an
+// orphan, with the directory left behind.
+func TestInterruptStopsTheServers(t *testing.T) {
+	tmp := t.TempDir()
+	p := cmdtest.Start(t, cmdtest.Cmd{TempDir: tmp}, "-targets", "noop", "-warmup", "10m", "-duration", "10m",
+		"-rounds", "1", "-workers", "1", "-conns", "1", "-values", "10", "-out", "")
+	p.WaitStderr(t, "noop: serving on ", time.Minute)
+	kids := cmdtest.WaitChildren(t, p.Pid(), 1, time.Minute, "-serve-noop")
+	p.Signal(t, syscall.SIGINT)
+	_, stderr, code := p.Wait(t, time.Minute)
+	if code != 130 {
+		t.Errorf("exit status %d, want 130; stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "grpcload: interrupted by SIGINT") {
+		t.Errorf("stderr does not say it was interrupted:\n%s", stderr)
+	}
+	cmdtest.RequireGone(t, kids...)
+	cmdtest.RequireEmpty(t, tmp)
 }

@@ -13,6 +13,8 @@ import (
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
+
+	"github.com/ratedb/ratedb/bench/internal/cmdsig"
 )
 
 // noopServer answers every ShouldRateLimit with OK and nothing else.
@@ -40,7 +42,7 @@ func serveNoop(addr string) {
 	_ = g.Serve(l)
 }
 
-func startNoop() (string, []int, func(), error) {
+func startNoop(ctx context.Context) (string, []int, func(), error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return "", nil, nil, err
@@ -49,17 +51,17 @@ func startNoop() (string, []int, func(), error) {
 	if err != nil {
 		return "", nil, nil, err
 	}
-	cmd := exec.Command(self, "-serve-noop", addr)
-	return serveOn(cmd, addr)
+	cmd := cmdsig.Command(ctx, self, "-serve-noop", addr)
+	return serveOn(ctx, cmd, addr)
 }
 
-func startRatedb(o options, tmp, cfgDir string) (string, []int, func(), error) {
+func startRatedb(ctx context.Context, o options, tmp, cfgDir string) (string, []int, func(), error) {
 	bin := o.ratedb
 	if bin == "" {
 		bin = filepath.Join(tmp, "ratedb")
 	}
 	if _, err := os.Stat(bin); err != nil {
-		build := exec.Command("go", "build", "-o", bin, "github.com/ratedb/ratedb/cmd/ratedb")
+		build := cmdsig.Command(ctx, "go", "build", "-o", bin, "github.com/ratedb/ratedb/cmd/ratedb")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			return "", nil, nil, fmt.Errorf("building ratedb: %w", err)
@@ -71,29 +73,29 @@ func startRatedb(o options, tmp, cfgDir string) (string, []int, func(), error) {
 	}
 	db := filepath.Join(tmp, "ratedb.db")
 	_ = os.Remove(db) // every round starts from an empty file
-	cmd := exec.Command(bin, "serve", "--db", db, "--http", "127.0.0.1:0",
+	cmd := cmdsig.Command(ctx, bin, "serve", "--db", db, "--http", "127.0.0.1:0",
 		"--grpc", addr, "--envoy-config", cfgDir, "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "RATEDB_API_KEYS=bench-key-not-used-0123456789")
-	return serveOn(cmd, addr)
+	return serveOn(ctx, cmd, addr)
 }
 
 // startEnvoyRatelimit installs envoyproxy/ratelimit at the pinned version
 // into tmp, starts a redis-server and the service.
-func startEnvoyRatelimit(tmp string) (string, []int, func(), error) {
+func startEnvoyRatelimit(ctx context.Context, tmp string) (string, []int, func(), error) {
 	gobin := filepath.Join(tmp, "gobin")
-	if err := installEnvoyRatelimit(gobin); err != nil {
+	if err := installEnvoyRatelimit(ctx, gobin); err != nil {
 		return "", nil, nil, err
 	}
 	redisAddr, err := freeAddr()
 	if err != nil {
 		return "", nil, nil, err
 	}
-	redis := exec.Command("redis-server", "--port", port(redisAddr), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	redis := cmdsig.Command(ctx, "redis-server", "--port", port(redisAddr), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 	redisExited, stopRedis, err := startProcess(redis)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("redis-server (apt-get install redis-server): %w", err)
 	}
-	if err := waitTCP(redisAddr, redisExited); err != nil {
+	if err := waitTCP(ctx, redisAddr, redisExited); err != nil {
 		stopRedis()
 		return "", nil, nil, err
 	}
@@ -104,7 +106,7 @@ func startEnvoyRatelimit(tmp string) (string, []int, func(), error) {
 	}
 	httpAddr, _ := freeAddr()
 	debugAddr, _ := freeAddr()
-	svc := exec.Command(filepath.Join(gobin, "service_cmd"))
+	svc := cmdsig.Command(ctx, filepath.Join(gobin, "service_cmd"))
 	svc.Env = append(os.Environ(),
 		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+redisAddr, "USE_STATSD=false", "LOG_LEVEL=warn",
 		"RUNTIME_ROOT="+filepath.Join(tmp, "runtime"), "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
@@ -125,7 +127,7 @@ func startEnvoyRatelimit(tmp string) (string, []int, func(), error) {
 		return "", nil, nil, err
 	}
 	stop := func() { stopSvc(); stopRedis(); logFile.Close() }
-	if err := waitServing(addr, exited); err != nil {
+	if err := waitServing(ctx, addr, exited); err != nil {
 		stop()
 		out, _ := os.ReadFile(logPath)
 		return "", nil, nil, fmt.Errorf("%w\n%s", err, tail(out, 4000))
@@ -133,7 +135,9 @@ func startEnvoyRatelimit(tmp string) (string, []int, func(), error) {
 	return addr, []int{svc.Process.Pid, redis.Process.Pid}, stop, nil
 }
 
-func waitTCP(addr string, exited <-chan struct{}) error {
+// waitTCP polls addr until it accepts a connection (or 30 s, or ctx
+// ends).
+func waitTCP(ctx context.Context, addr string, exited <-chan struct{}) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -149,7 +153,9 @@ func waitTCP(addr string, exited <-chan struct{}) error {
 		if time.Now().After(deadline) {
 			return err
 		}
-		time.Sleep(50 * time.Millisecond)
+		if err := cmdsig.Sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
 	}
 }
 
@@ -186,11 +192,11 @@ func tail(b []byte, n int) []byte {
 
 // installEnvoyRatelimit installs the pinned envoyproxy/ratelimit into gobin
 // unless it is there already.
-func installEnvoyRatelimit(gobin string) error {
+func installEnvoyRatelimit(ctx context.Context, gobin string) error {
 	if _, err := os.Stat(filepath.Join(gobin, "service_cmd")); err == nil {
 		return nil
 	}
-	install := exec.Command("go", "install", "github.com/envoyproxy/ratelimit/src/service_cmd@"+envoyRatelimitVersion)
+	install := cmdsig.Command(ctx, "go", "install", "github.com/envoyproxy/ratelimit/src/service_cmd@"+envoyRatelimitVersion)
 	install.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off", "GOFLAGS=")
 	install.Stdout, install.Stderr = os.Stderr, os.Stderr
 	if err := install.Run(); err != nil {
@@ -201,12 +207,12 @@ func installEnvoyRatelimit(gobin string) error {
 
 // serveOn starts cmd, a gRPC server that will listen on addr, and waits
 // until it serves; it returns addr, the process's pid and a stop function.
-func serveOn(cmd *exec.Cmd, addr string) (string, []int, func(), error) {
+func serveOn(ctx context.Context, cmd *exec.Cmd, addr string) (string, []int, func(), error) {
 	exited, stop, err := startProcess(cmd)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	if err := waitServing(addr, exited); err != nil {
+	if err := waitServing(ctx, addr, exited); err != nil {
 		stop()
 		return "", nil, nil, err
 	}
