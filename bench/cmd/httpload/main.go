@@ -24,7 +24,8 @@
 // that fails to start or be measured, or any measured call that fails,
 // exits 1, after the services are stopped and the temporary directory
 // removed (the table is printed with its errors column, and -out is then
-// not written).
+// not written). SIGINT or SIGTERM stops the run the same way, and it then
+// exits 130 or 143.
 package main
 
 import (
@@ -49,6 +50,7 @@ import (
 	"time"
 
 	"github.com/ratedb/ratedb/bench/internal/cmdflag"
+	"github.com/ratedb/ratedb/bench/internal/cmdsig"
 )
 
 // ratelimitVersion is the envoyproxy/ratelimit build measured (it has no
@@ -75,8 +77,9 @@ var targetNames = []string{"ratedb", "noop", "envoy-ratelimit"}
 // removed) has run: 0 after a full run (and after -h), 2 for bad flags,
 // checked before anything is built or started, and 1 when a target fails to
 // start or be measured, a measured call fails (the table is printed, -out is
-// not written) or the -out file cannot be written.
-func command(args []string) int {
+// not written) or the -out file cannot be written, and 130 or 143 after
+// SIGINT or SIGTERM, which stop the run.
+func command(args []string) (code int) {
 	var o options
 	fs := flag.NewFlagSet("httpload", flag.ContinueOnError)
 	fs.DurationVar(&o.duration, "duration", 30*time.Second, "measured time per target (above 0)")
@@ -104,7 +107,10 @@ func command(args []string) int {
 		log.Printf("httpload: %v", err)
 		return 2
 	}
-	if err := run(o, startTarget); err != nil {
+	ctx, stop := cmdsig.Context()
+	defer stop()
+	defer func() { code = cmdsig.Status(ctx, "httpload", code) }() // after run's clean-up
+	if err := run(ctx, o, startTarget); err != nil {
 		log.Printf("httpload: %v", err)
 		return 1
 	}
@@ -150,15 +156,15 @@ type result struct {
 }
 
 // startTarget starts the target named name (one of targetNames), with
-// dir for its files.
-func startTarget(name, dir string, o options) (*target, error) {
+// dir for its files; its processes get SIGTERM when ctx ends.
+func startTarget(ctx context.Context, name, dir string, o options) (*target, error) {
 	switch name {
 	case "ratedb":
-		return startRatedb(dir, o)
+		return startRatedb(ctx, dir, o)
 	case "noop":
-		return startNoop()
+		return startNoop(ctx)
 	case "envoy-ratelimit":
-		return startEnvoyRatelimit(dir, o)
+		return startEnvoyRatelimit(ctx, dir, o)
 	}
 	return nil, fmt.Errorf("unknown target %q", name)
 }
@@ -167,8 +173,9 @@ func startTarget(name, dir string, o options) (*target, error) {
 // and writes it to o.out. It returns an error when a target fails to start
 // or be measured, and when any measured call failed (a transport error, or
 // an answer the target's ok refuses): the table, printed with its errors
-// column, is then not written to o.out.
-func run(o options, start func(name, dir string, o options) (*target, error)) error {
+// column, is then not written to o.out. Once ctx ends, it stops (the
+// target in turn stopped) and returns an error.
+func run(ctx context.Context, o options, start func(ctx context.Context, name, dir string, o options) (*target, error)) error {
 	dir, err := os.MkdirTemp("", "httpload-")
 	if err != nil {
 		return err
@@ -180,12 +187,12 @@ func run(o options, start func(name, dir string, o options) (*target, error)) er
 		// Targets take turns in every round, so that load from other
 		// processes on the machine falls on all of them alike.
 		for _, t := range targets {
-			tg, err := start(t, dir, o)
+			tg, err := start(ctx, t, dir, o)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t, err)
 			}
 			log.Printf("round %d/%d, %s: warm-up %v, then %v with %d connections", round, o.rounds, t, o.warmup, o.duration, o.conns)
-			r, err := measure(tg, o)
+			r, err := measure(ctx, tg, o)
 			tg.stop()
 			if err != nil {
 				return fmt.Errorf("%s: %w", t, err)
@@ -278,8 +285,9 @@ type target struct {
 	stop   func()
 }
 
-// measure loads t for the warm-up and then the measured time.
-func measure(t *target, o options) (result, error) {
+// measure loads t for the warm-up and then the measured time; it stops,
+// with ctx's error, once ctx ends.
+func measure(ctx context.Context, t *target, o options) (result, error) {
 	clients := make([]string, o.clients)
 	for i := range clients {
 		clients[i] = fmt.Sprintf("client-%05d", i)
@@ -305,7 +313,7 @@ func measure(t *target, o options) (result, error) {
 			for !stopAll.Load() {
 				body := t.body(clients[rng.IntN(len(clients))], routes[rng.IntN(len(routes))])
 				start := time.Now()
-				req, err := http.NewRequest(http.MethodPost, t.url, bytes.NewReader(body))
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
 				if err != nil {
 					panic(err) // a constant URL
 				}
@@ -333,7 +341,11 @@ func measure(t *target, o options) (result, error) {
 			lat[w] = buf
 		})
 	}
-	time.Sleep(o.warmup)
+	if err := cmdsig.Sleep(ctx, o.warmup); err != nil {
+		stopAll.Store(true)
+		wg.Wait()
+		return result{}, err
+	}
 	cpu0, err := cpuOf(t.pids)
 	if err != nil {
 		stopAll.Store(true)
@@ -342,7 +354,12 @@ func measure(t *target, o options) (result, error) {
 	}
 	measuring.Store(true)
 	start := time.Now()
-	time.Sleep(o.duration)
+	if err := cmdsig.Sleep(ctx, o.duration); err != nil {
+		measuring.Store(false)
+		stopAll.Store(true)
+		wg.Wait()
+		return result{}, err
+	}
 	measuring.Store(false)
 	elapsed := time.Since(start)
 	cpu1, err := cpuOf(t.pids)
@@ -421,8 +438,8 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// waitHTTP polls url until it answers or the deadline passes.
-func waitHTTP(url string, cmd *exec.Cmd) error {
+// waitHTTP polls url until it answers, the deadline passes or ctx ends.
+func waitHTTP(ctx context.Context, url string, cmd *exec.Cmd) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if cmd.ProcessState != nil {
@@ -433,18 +450,22 @@ func waitHTTP(url string, cmd *exec.Cmd) error {
 			resp.Body.Close()
 			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		if err := cmdsig.Sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
 	}
 	return fmt.Errorf("%s did not answer in time", url)
 }
 
-// startProc starts a process with its output in dir/name.log.
-func startProc(dir, name string, env []string, bin string, args ...string) (*exec.Cmd, func(), error) {
+// startProc starts a process with its output in dir/name.log; it gets
+// SIGTERM when ctx ends (see cmdsig.Command). The function it returns
+// stops it (SIGINT, then a kill after 10 s) and waits.
+func startProc(ctx context.Context, dir, name string, env []string, bin string, args ...string) (*exec.Cmd, func(), error) {
 	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := cmdsig.Command(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

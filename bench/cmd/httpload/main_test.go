@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,8 +93,8 @@ func TestFailedCallsFail(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	o := options{duration: 50 * time.Millisecond, conns: 2, rounds: 1, clients: 10, routes: 2, targets: "fake"}
-	startWith := func(fail bool) func(name, dir string, o options) (*target, error) {
-		return func(name, dir string, o options) (*target, error) {
+	startWith := func(fail bool) func(ctx context.Context, name, dir string, o options) (*target, error) {
+		return func(ctx context.Context, name, dir string, o options) (*target, error) {
 			var n atomic.Int64
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if fail && n.Add(1)%2 == 0 {
@@ -111,7 +113,7 @@ func TestFailedCallsFail(t *testing.T) {
 	}
 
 	o.out = filepath.Join(t.TempDir(), "good.md")
-	if err := run(o, startWith(false)); err != nil {
+	if err := run(context.Background(), o, startWith(false)); err != nil {
 		t.Fatalf("every call answered 200: %v", err)
 	}
 	if b, err := os.ReadFile(o.out); err != nil || !strings.Contains(string(b), "| fake |") {
@@ -119,7 +121,7 @@ func TestFailedCallsFail(t *testing.T) {
 	}
 
 	o.out = filepath.Join(t.TempDir(), "bad.md")
-	err := run(o, startWith(true))
+	err := run(context.Background(), o, startWith(true))
 	if err == nil || !strings.Contains(err.Error(), "measured calls failed") {
 		t.Errorf("every other call answered 500: run returned %v, want the failed calls", err)
 	}
@@ -133,4 +135,28 @@ func TestFailedCallsFail(t *testing.T) {
 	for _, e := range ents {
 		t.Errorf("left behind in TMPDIR: %s", e.Name())
 	}
+}
+
+// TestInterruptStopsTheServer runs the do-nothing target with a
+// ten-minute warm-up and sends the command SIGINT once the warm-up has
+// begun: it must stop, exit 130 with "interrupted" on stderr, and leave
+// neither the server running nor its two temporary directories in TMPDIR.
+// Before, the signal ended the command at once and the server ran on, an
+// orphan, with both directories left behind.
+func TestInterruptStopsTheServer(t *testing.T) {
+	tmp := t.TempDir()
+	p := cmdtest.Start(t, cmdtest.Cmd{TempDir: tmp}, "-targets", "noop", "-warmup", "10m", "-duration", "10m",
+		"-rounds", "1", "-conns", "1", "-clients", "10", "-routes", "2")
+	p.WaitStderr(t, "round 1/1, noop: warm-up", time.Minute)
+	kids := cmdtest.WaitChildren(t, p.Pid(), 1, time.Minute, "-serve-noop")
+	p.Signal(t, syscall.SIGINT)
+	_, stderr, code := p.Wait(t, time.Minute)
+	if code != 130 {
+		t.Errorf("exit status %d, want 130; stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "httpload: interrupted by SIGINT") {
+		t.Errorf("stderr does not say it was interrupted:\n%s", stderr)
+	}
+	cmdtest.RequireGone(t, kids...)
+	cmdtest.RequireEmpty(t, tmp)
 }

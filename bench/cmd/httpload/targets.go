@@ -22,7 +22,7 @@ func checkBody(client, route string) []byte {
 
 // startRatedb builds ratedb from this checkout and serves it with an
 // embedded state file and a rule roomy enough that every call is allowed.
-func startRatedb(dir string, o options) (*target, error) {
+func startRatedb(ctx context.Context, dir string, o options) (*target, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
@@ -30,7 +30,7 @@ func startRatedb(dir string, o options) (*target, error) {
 	bin := filepath.Join(dir, "ratedb")
 	if _, err := os.Stat(bin); err != nil {
 		log.Printf("building ratedb")
-		if err := goCmd(context.Background(), root, nil, "build", "-o", bin, "./cmd/ratedb"); err != nil {
+		if err := goCmd(ctx, root, nil, "build", "-o", bin, "./cmd/ratedb"); err != nil {
 			return nil, err
 		}
 	}
@@ -43,12 +43,12 @@ func startRatedb(dir string, o options) (*target, error) {
 		// ratedb serve writes the profile when it stops (see README).
 		env = append(env, "RATEDB_CPUPROFILE="+o.cpuprofile)
 	}
-	cmd, stop, err := startProc(dir, "ratedb", env, bin,
+	cmd, stop, err := startProc(ctx, dir, "ratedb", env, bin,
 		"serve", "--http", addr, "--db", filepath.Join(dir, fmt.Sprintf("bench-%d.db", time.Now().UnixNano())), "--default-limit", "1000000", "--default-window", "1m")
 	if err != nil {
 		return nil, err
 	}
-	if err := waitHTTP("http://"+addr+"/healthz", cmd); err != nil {
+	if err := waitHTTP(ctx, "http://"+addr+"/healthz", cmd); err != nil {
 		stop()
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func serveNoop(addr string) error {
 }
 
 // startNoop runs the do-nothing server in a child process (this program).
-func startNoop() (*target, error) {
+func startNoop(ctx context.Context) (*target, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -89,12 +89,14 @@ func startNoop() (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd, stop, err := startProc(dir, "noop", nil, self, "-serve-noop", addr)
+	cmd, stop, err := startProc(ctx, dir, "noop", nil, self, "-serve-noop", addr)
 	if err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := waitHTTP("http://"+addr+"/", cmd); err != nil {
+	if err := waitHTTP(ctx, "http://"+addr+"/", cmd); err != nil {
 		stop()
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	return &target{
@@ -110,7 +112,7 @@ func startNoop() (*target, error) {
 // startEnvoyRatelimit installs envoyproxy/ratelimit (once, into o.gobin),
 // starts a redis-server and the service with a config of one limit per
 // client_id and route, and loads its HTTP /json endpoint.
-func startEnvoyRatelimit(dir string, o options) (*target, error) {
+func startEnvoyRatelimit(ctx context.Context, dir string, o options) (*target, error) {
 	redisBin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("redis-server is not installed: %w", err)
@@ -118,9 +120,9 @@ func startEnvoyRatelimit(dir string, o options) (*target, error) {
 	bin := filepath.Join(o.gobin, "service_cmd")
 	if _, err := os.Stat(bin); err != nil {
 		log.Printf("installing envoyproxy/ratelimit %s into %s (once)", ratelimitVersion, o.gobin)
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		ictx, cancel := context.WithTimeout(ctx, 20*time.Minute)
 		defer cancel()
-		if err := goCmd(ctx, os.TempDir(), []string{"GOBIN=" + o.gobin, "GOFLAGS=-mod=mod", "GOWORK=off"},
+		if err := goCmd(ictx, os.TempDir(), []string{"GOBIN=" + o.gobin, "GOFLAGS=-mod=mod", "GOWORK=off"},
 			"install", "github.com/envoyproxy/ratelimit/src/service_cmd@"+ratelimitVersion); err != nil {
 			return nil, err
 		}
@@ -130,7 +132,7 @@ func startEnvoyRatelimit(dir string, o options) (*target, error) {
 		return nil, err
 	}
 	rport := raddr[strings.LastIndexByte(raddr, ':')+1:]
-	rcmd, rstop, err := startProc(dir, "redis", nil, redisBin, "--port", rport, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	rcmd, rstop, err := startProc(ctx, dir, "redis", nil, redisBin, "--port", rport, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 	if err != nil {
 		return nil, err
 	}
@@ -156,12 +158,12 @@ func startEnvoyRatelimit(dir string, o options) (*target, error) {
 		"HOST=127.0.0.1", "PORT=" + port(addr), "GRPC_HOST=127.0.0.1", "GRPC_PORT=" + port(gaddr),
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT=" + port(daddr),
 	}
-	cmd, stop, err := startProc(dir, "ratelimit", env, bin)
+	cmd, stop, err := startProc(ctx, dir, "ratelimit", env, bin)
 	if err != nil {
 		rstop()
 		return nil, err
 	}
-	if err := waitHTTP("http://"+addr+"/healthcheck", cmd); err != nil {
+	if err := waitHTTP(ctx, "http://"+addr+"/healthcheck", cmd); err != nil {
 		stop()
 		rstop()
 		b, _ := os.ReadFile(filepath.Join(dir, "ratelimit.log"))
