@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -34,7 +35,7 @@ func many(b *testing.B, name string) {
 func memory(b *testing.B, name string) {
 	var r MemoryResult
 	for b.Loop() {
-		if err := RunChild(&r, []string{"BENCH_MEM_CHILD=" + name, "BENCH_MEM_KEYS=" + strconv.Itoa(*manyKeys)},
+		if err := RunChild(context.Background(), &r, []string{"BENCH_MEM_CHILD=" + name, "BENCH_MEM_KEYS=" + strconv.Itoa(*manyKeys)},
 			os.Args[0], "-test.run=^TestMemoryChild$", "-test.count=1"); err != nil {
 			b.Fatal(err)
 		}
@@ -177,7 +178,7 @@ func BenchmarkRatedbFile_BeyondMemory(b *testing.B) {
 	var r BeyondResult
 	for b.Loop() {
 		var err error
-		r, err = BeyondMemory(b.TempDir(), *bigWindows, int64(*bigWindows/10), 5_000_000, 0, nil)
+		r, err = BeyondMemory(context.Background(), b.TempDir(), *bigWindows, int64(*bigWindows/10), 5_000_000, 0, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -55,9 +55,9 @@ type BeyondResult struct {
 // BeyondMemory opens a ratedb file with maxHot hot windows, hits n distinct
 // keys once each, then times hits Zipf(1.1)-distributed keys over them,
 // verifies every count (or a sample of verifySample windows if > 0), closes,
-// and reopens the file to time Open and the first Hit.
-func BeyondMemory(dir string, n int, maxHot int64, hits int, verifySample int, logf func(string, ...any)) (BeyondResult, error) {
-	ctx := context.Background()
+// and reopens the file to time Open and the first Hit. Once ctx ends, its
+// next Hit or Get fails and it returns that error.
+func BeyondMemory(ctx context.Context, dir string, n int, maxHot int64, hits int, verifySample int, logf func(string, ...any)) (BeyondResult, error) {
 	r := BeyondResult{Windows: n, MaxHotKeys: maxHot, Hits: hits}
 	arena := NewArena(n)
 	r.ArenaBytes = int64(arena.Bytes())

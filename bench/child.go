@@ -2,11 +2,13 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime/pprof"
+
+	"github.com/ratedb/ratedb/bench/internal/cmdsig"
 )
 
 // childPrefix starts the line on which a child process prints its result.
@@ -23,9 +25,12 @@ func PrintChildResult(v any) error {
 }
 
 // RunChild runs name with args and extra environment variables, passes its
-// stderr through to ours, and decodes its result line into v.
-func RunChild(v any, env []string, name string, args ...string) error {
-	cmd := exec.Command(name, args...)
+// stderr through to ours, and decodes its result line into v. When ctx
+// ends, the child gets SIGTERM, so that a bench command runs its clean-up,
+// and is killed if still running cmdsig.StopDelay later; RunChild returns
+// once it has exited.
+func RunChild(ctx context.Context, v any, env []string, name string, args ...string) error {
+	cmd := cmdsig.Command(ctx, name, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()

@@ -78,7 +78,7 @@ func TestWorkloadsSmall(t *testing.T) {
 		})
 	}
 	t.Run("BeyondMemory", func(t *testing.T) {
-		r, err := BeyondMemory(t.TempDir(), 200_000, 20_000, 200_000, 0, t.Logf)
+		r, err := BeyondMemory(context.Background(), t.TempDir(), 200_000, 20_000, 200_000, 0, t.Logf)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,10 +14,13 @@
 //
 // Bad flag values exit 2 before anything is measured; a failed measurement,
 // child process or write of the results exits 1, after the temporary
-// directories are removed.
+// directories are removed. SIGINT or SIGTERM stops the run the same way
+// (a child process gets SIGTERM and runs its own clean-up; a measurement
+// in progress in this process ends first), and it then exits 130 or 143.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -32,6 +35,7 @@ import (
 
 	"github.com/ratedb/ratedb/bench"
 	"github.com/ratedb/ratedb/bench/internal/cmdflag"
+	"github.com/ratedb/ratedb/bench/internal/cmdsig"
 )
 
 type options struct {
@@ -51,9 +55,10 @@ func main() { os.Exit(command(os.Args[1:])) }
 // command is the command with its arguments. It returns the exit status
 // once its deferred clean-up (a child's temporary directory) has run: 0
 // after a full run, a render or a child's result (and after -h), 2 for bad
-// flags, checked before anything is measured, and 1 when a measurement, a
-// child or writing the results fails.
-func command(args []string) int {
+// flags, checked before anything is measured, 1 when a measurement, a
+// child or writing the results fails, and 130 or 143 after SIGINT or
+// SIGTERM, which stop the run.
+func command(args []string) (code int) {
 	var o options
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.BoolVar(&o.quick, "quick", false, "fast smoke run: 100,000 keys, 1,000,000 big windows, one run of 100ms benchmarks")
@@ -106,6 +111,9 @@ func command(args []string) int {
 		return 2
 	}
 
+	ctx, stop := cmdsig.Context()
+	defer stop()
+	defer func() { code = cmdsig.Status(ctx, "compare", code) }() // after the clean-up
 	switch {
 	case *render != "":
 		b, err := os.ReadFile(*render)
@@ -148,7 +156,7 @@ func command(args []string) int {
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		r, err := bench.BeyondMemory(dir, o.big, o.bigHot, o.bigHits, 0, log.Printf)
+		r, err := bench.BeyondMemory(ctx, dir, o.big, o.bigHot, o.bigHits, 0, log.Printf)
 		if err != nil {
 			log.Printf("compare: %v", err)
 			return 1
@@ -160,7 +168,7 @@ func command(args []string) int {
 		return 0
 	}
 
-	if err := run(o); err != nil {
+	if err := run(ctx, o); err != nil {
 		log.Printf("compare: %v", err)
 		return 1
 	}
@@ -190,7 +198,10 @@ func checkFlags(extra []string, o options) error {
 	return nil
 }
 
-func run(o options) error {
+// run measures the suite and writes the results; once ctx ends, it stops
+// at the next measurement (a child process gets SIGTERM) and returns ctx's
+// error.
+func run(ctx context.Context, o options) error {
 	started := time.Now()
 	load := loadavg()
 	s := &suite{loadStart: load, o: o, tput: map[string]map[string][]testing.BenchmarkResult{}, mem: map[string][]bench.MemoryResult{}, snap: map[int][]bench.SnapshotResult{}}
@@ -212,17 +223,23 @@ func run(o options) error {
 	for r := 0; r < o.runs; r++ {
 		log.Printf("run %d of %d (load average %s)", r+1, o.runs, loadavg())
 		for _, f := range bench.Factories {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if err := s.throughput(f); err != nil {
 				return err
 			}
 			var m bench.MemoryResult
-			if err := bench.RunChild(&m, nil, self, "-child-mem", f.Name, "-keys", fmt.Sprint(o.keys)); err != nil {
+			if err := bench.RunChild(ctx, &m, nil, self, "-child-mem", f.Name, "-keys", fmt.Sprint(o.keys)); err != nil {
 				return err
 			}
 			s.mem[f.Name] = append(s.mem[f.Name], m)
 			log.Printf("  %-10s memory %.1f B/key (%d keys present)", f.Name, m.BytesPerKey, m.Present)
 		}
 		for _, n := range snapSizes(o) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			dir, err := os.MkdirTemp("", "ratedb-snap-")
 			if err != nil {
 				return err
@@ -234,6 +251,9 @@ func run(o options) error {
 			}
 			s.snap[n] = append(s.snap[n], sr)
 			log.Printf("  snapshot %d windows: insert %v (%.0f/s), update %v (%.0f/s)", n, sr.Insert, sr.InsertRate, sr.Update, sr.UpdateRate)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		dir, err := os.MkdirTemp("", "ratedb-lat-")
 		if err != nil {
@@ -251,7 +271,7 @@ func run(o options) error {
 		log.Printf("beyond memory: %d windows, MaxHotKeys %d (child process)", o.big, o.bigHot)
 		var br bench.BeyondResult
 		args := []string{"-child-big", "-big", fmt.Sprint(o.big), "-bighot", fmt.Sprint(o.bigHot), "-bighits", fmt.Sprint(o.bigHits)}
-		if err := bench.RunChild(&br, nil, self, args...); err != nil {
+		if err := bench.RunChild(ctx, &br, nil, self, args...); err != nil {
 			return err
 		}
 		s.big = &br

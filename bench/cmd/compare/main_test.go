@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ratedb/ratedb/bench/internal/cmdtest"
 )
@@ -89,4 +91,48 @@ func TestBadFlagsExitBeforeMeasuring(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInterruptStopsTheBigChild runs a quick suite whose beyond-memory
+// child would make 2,000,000,000 hits over 3,000,000 windows, and sends
+// the command (not the child) SIGINT once the child has filled a million:
+// the command must exit 130 with "interrupted" on stderr, the child must
+// have stopped (SIGTERM from the command) and removed the directory of its
+// database file, and nothing may be left in TMPDIR. Before, the signal
+// ended the command at once and the child ran on, an orphan, with its
+// database file.
+func TestInterruptStopsTheBigChild(t *testing.T) {
+	tmp := t.TempDir()
+	p := cmdtest.Start(t, cmdtest.Cmd{TempDir: tmp}, "-quick", "-keys", "1000", "-benchtime", "1ms",
+		"-big", "3000000", "-bighot", "100000", "-bighits", "2000000000", "-out", filepath.Join(t.TempDir(), "results"))
+	p.WaitStderr(t, "beyond: filled 1000000 windows", 5*time.Minute)
+	kids := cmdtest.WaitChildren(t, p.Pid(), 1, time.Minute, "-child-big")
+	p.Signal(t, syscall.SIGINT)
+	_, stderr, code := p.Wait(t, 2*time.Minute)
+	if code != 130 {
+		t.Errorf("exit status %d, want 130; stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "compare: interrupted by SIGINT") {
+		t.Errorf("stderr does not say it was interrupted:\n%s", stderr)
+	}
+	cmdtest.RequireGone(t, kids...)
+	cmdtest.RequireEmpty(t, tmp)
+}
+
+// TestInterruptRemovesTheBigDirectory sends the beyond-memory child itself
+// SIGTERM while it fills its database: it must stop, remove the directory
+// and exit 143.
+func TestInterruptRemovesTheBigDirectory(t *testing.T) {
+	tmp := t.TempDir()
+	p := cmdtest.Start(t, cmdtest.Cmd{TempDir: tmp}, "-child-big", "-big", "3000000", "-bighot", "100000", "-bighits", "2000000000")
+	p.WaitStderr(t, "beyond: filled 1000000 windows", 5*time.Minute)
+	p.Signal(t, syscall.SIGTERM)
+	out, stderr, code := p.Wait(t, 2*time.Minute)
+	if code != 143 || out != "" {
+		t.Errorf("exit status %d, want 143 and no result; stdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	if !strings.Contains(stderr, "compare: interrupted by SIGTERM") {
+		t.Errorf("stderr does not say it was interrupted:\n%s", stderr)
+	}
+	cmdtest.RequireEmpty(t, tmp)
 }
