@@ -124,7 +124,7 @@ func TestSteadySmall(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range SteadyPatterns {
-			r, err := Steady(f, 20_000, p, 50*time.Millisecond, 200*time.Millisecond, p == "zipf")
+			r, err := Steady(context.Background(), f, 20_000, p, 50*time.Millisecond, 200*time.Millisecond, p == "zipf")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -46,7 +47,10 @@ var SteadyPatterns = []string{"roundrobin", "zipf"}
 // in memory the hit has not just read, as it would in production. Without
 // it, every hit passes the very string the limiter stored, whose bytes the
 // hash of the hit has just brought into the cache.
-func Steady(f Factory, n int, pattern string, warmup, dur time.Duration, freshKeys bool) (SteadyResult, error) {
+//
+// Once ctx ends, the warm-up or measurement stops within 1024 hits and
+// Steady returns ctx's error (the fill of the keys is not interrupted).
+func Steady(ctx context.Context, f Factory, n int, pattern string, warmup, dur time.Duration, freshKeys bool) (SteadyResult, error) {
 	r := SteadyResult{Limiter: f.Name, Pattern: pattern, Keys: n, Warmup: warmup}
 	m, closeFn, err := BuildManyKeys(f, n)
 	if err != nil {
@@ -87,6 +91,9 @@ func Steady(f Factory, n int, pattern string, warmup, dur time.Duration, freshKe
 				}
 			}
 			hits += 1024
+			if err := ctx.Err(); err != nil {
+				return hits, 0, err
+			}
 			if el := time.Since(t0); el >= d {
 				return hits, el, nil
 			}

@@ -13,6 +13,8 @@
 // A measurement that fails (its limiter cannot be built, a hit errs or is
 // denied) is logged on stderr and marked in its row, the others go on, and
 // the command exits 1; bad flags exit 2 before anything is measured.
+// SIGINT or SIGTERM stops the measurement in progress (its files removed,
+// the CPU profile stopped) and exits 130 or 143 without a table.
 //
 //	cd bench && go run ./cmd/steady -keys 1000000 -warmup 5s -dur 20s
 //	cd bench && go run ./cmd/steady -keys 200000 -warmup 3s -dur 6s -patterns roundrobin -rounds 7 -limiters RatedbFile,GoLimiter
@@ -31,6 +33,7 @@ import (
 
 	"github.com/ratedb/ratedb/bench"
 	"github.com/ratedb/ratedb/bench/internal/cmdflag"
+	"github.com/ratedb/ratedb/bench/internal/cmdsig"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -39,9 +42,10 @@ func main() { os.Exit(run(os.Args[1:])) }
 // its deferred clean-up (the CPU profile) has run: 0 when every
 // measurement succeeded (and after -h), 2 for bad flags, checked before
 // anything is measured, and 1 when the CPU profile cannot be started or
-// any measurement failed. Each failure is logged on stderr; a failed
-// measurement's row in the table says so, and a last line on stderr counts
-// the failures.
+// any measurement failed, and 130 or 143 after SIGINT or SIGTERM, which
+// stop the run before the table. Each failure is logged on stderr; a
+// failed measurement's row in the table says so, and a last line on stderr
+// counts the failures.
 func run(args []string) (code int) {
 	fs := flag.NewFlagSet("steady", flag.ContinueOnError)
 	keys := fs.Int("keys", 1_000_000, "distinct keys, present before the timed hits")
@@ -62,6 +66,9 @@ func run(args []string) (code int) {
 		log.Printf("steady: %v", err)
 		return 2
 	}
+	ctx, stop := cmdsig.Context()
+	defer stop()
+	defer func() { code = cmdsig.Status(ctx, "steady", code) }() // after the clean-up below
 	stopProfile, err := bench.StartCPUProfile(*cpuprofile)
 	if err != nil {
 		log.Printf("steady: %v", err)
@@ -92,7 +99,11 @@ func run(args []string) (code int) {
 					log.Printf("steady: %v", err)
 					return 1
 				}
-				r, err := bench.Steady(f, *keys, p, *warmup, *dur, *freshKeys)
+				log.Printf("%s/%s round %d: %d keys, warm-up %v, then %v", name, p, round+1, *keys, *warmup, *dur)
+				r, err := bench.Steady(ctx, f, *keys, p, *warmup, *dur, *freshKeys)
+				if ctx.Err() != nil {
+					return 1
+				}
 				x := byName[name]
 				measured++
 				if err != nil {

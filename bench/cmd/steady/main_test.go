@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ratedb/ratedb/bench/internal/cmdtest"
 )
@@ -86,5 +88,37 @@ func TestBadFlagsExitBeforeMeasuring(t *testing.T) {
 				t.Errorf("something was measured or it panicked; stdout:\n%s\nstderr:\n%s", out, stderr)
 			}
 		})
+	}
+}
+
+// TestInterruptRemovesTheFiles measures RatedbFile (a database in a
+// temporary directory) with a ten-minute warm-up and a CPU profile, and
+// sends the command SIGINT once the measurement has begun and the directory
+// exists: it must stop,
+// exit 130 with "interrupted" on stderr and no table, remove the
+// database's directory and stop the CPU profile. Before, the signal ended
+// it at once, the directory left in TMPDIR and the profile empty.
+func TestInterruptRemovesTheFiles(t *testing.T) {
+	tmp := t.TempDir()
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
+	p := cmdtest.Start(t, cmdtest.Cmd{TempDir: tmp}, "-limiters", "RatedbFile", "-patterns", "roundrobin", "-keys", "1000",
+		"-warmup", "10m", "-dur", "1s", "-cpuprofile", prof)
+	p.WaitStderr(t, "RatedbFile/roundrobin round 1: 1000 keys", time.Minute)
+	cmdtest.WaitEntry(t, tmp, "ratedb-bench-", time.Minute)
+	p.Signal(t, syscall.SIGINT)
+	out, stderr, code := p.Wait(t, time.Minute)
+	if code != 130 || out != "" {
+		t.Errorf("exit status %d, want 130 and no table; stdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	if !strings.Contains(stderr, "steady: interrupted by SIGINT") {
+		t.Errorf("stderr does not say it was interrupted:\n%s", stderr)
+	}
+	cmdtest.RequireEmpty(t, tmp)
+	b, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("the CPU profile holds %d bytes and no gzip header: it was not stopped", len(b))
 	}
 }

@@ -256,6 +256,30 @@ func WaitChildren(t testing.TB, pid, n int, timeout time.Duration, match ...stri
 	}
 }
 
+// WaitEntry polls, every 20 ms for at most timeout, until dir holds an
+// entry whose name starts with prefix (something the command made; it is
+// another process, so there is nothing to synchronise on but the file
+// system). It fails t on timeout.
+func WaitEntry(t testing.TB, dir, prefix string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), prefix) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing named %s* in %s after %v", prefix, dir, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // RequireGone fails t for each of pids still running (kill(pid, 0)
 // succeeds): a child the command left behind.
 func RequireGone(t testing.TB, pids ...int) {
