@@ -18,6 +18,7 @@ import (
 	"runtime/pprof"
 
 	"github.com/ratedb/ratedb/bench"
+	"github.com/ratedb/ratedb/bench/internal/cmdflag"
 	"github.com/ratedb/ratedb/bench/internal/cmdsig"
 )
 
@@ -43,10 +44,11 @@ func run(args []string) (code int) {
 	} else if err != nil {
 		return 2 // fs printed the error and the usage
 	}
-	switch {
-	case fs.NArg() > 0:
-		log.Printf("flood: unexpected argument %q (every setting is a flag: -h lists them)", fs.Arg(0))
+	if err := cmdflag.NoArgs(fs.Args()); err != nil {
+		log.Printf("flood: %v", err)
 		return 2
+	}
+	switch {
 	case *keys < 1:
 		log.Print("flood: -keys must be at least 1")
 		return 2

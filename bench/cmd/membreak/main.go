@@ -19,6 +19,7 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/bench/internal/cmdflag"
 )
 
 // heap returns the live heap after forced collections.
@@ -46,10 +47,11 @@ func run(args []string) int {
 	} else if err != nil {
 		return 2 // fs printed the error and the usage
 	}
-	switch {
-	case fs.NArg() > 0:
-		log.Printf("membreak: unexpected argument %q (every setting is a flag: -h lists them)", fs.Arg(0))
+	if err := cmdflag.NoArgs(fs.Args()); err != nil {
+		log.Printf("membreak: %v", err)
 		return 2
+	}
+	switch {
 	case *n < 1:
 		log.Print("membreak: -keys must be at least 1")
 		return 2

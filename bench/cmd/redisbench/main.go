@@ -23,6 +23,7 @@ import (
 
 	"github.com/ratedb/ratedb"
 	"github.com/ratedb/ratedb/bench"
+	"github.com/ratedb/ratedb/bench/internal/cmdflag"
 	"github.com/ratedb/ratedb/bench/internal/cmdsig"
 	"github.com/ratedb/ratedb/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -50,10 +51,11 @@ func command(args []string) (code int) {
 	if *quick {
 		*duration, *nkeys = 300*time.Millisecond, 10_000
 	}
-	switch {
-	case fs.NArg() > 0:
-		log.Printf("redisbench: unexpected argument %q (every setting is a flag: -h lists them)", fs.Arg(0))
+	if err := cmdflag.NoArgs(fs.Args()); err != nil {
+		log.Printf("redisbench: %v", err)
 		return 2
+	}
+	switch {
 	case *nkeys < 1:
 		log.Print("redisbench: -keys must be at least 1")
 		return 2

@@ -51,6 +51,12 @@ func TestNoTempDirLeftWhenRedisFailsToStart(t *testing.T) {
 		t.Errorf("-keys 0: exit status %d, want 2 with the reason; stderr:\n%s", code, stderr)
 	}
 	cmdtest.RequireEmpty(t, tmp)
+
+	_, stderr, code = redisbench(t, tmp, []string{"PATH=" + t.TempDir()}, "-quick", "20")
+	if code != 2 || !strings.Contains(stderr, `redisbench: unexpected argument "20" (every setting is a flag: -h lists them)`) {
+		t.Errorf("a stray argument: exit status %d, want 2 with the reason; stderr:\n%s", code, stderr)
+	}
+	cmdtest.RequireEmpty(t, tmp)
 }
 
 // TestUnwritableOutFails runs a short benchmark against a real
