@@ -97,3 +97,35 @@ func TestDescriptorsThatAreNotUTF8(t *testing.T) {
 		assert.NotContains(t, line, grpcSecret)
 	}
 }
+
+// TestRuleNotUTF8InMetrics: a config entry whose value is not UTF-8 (given
+// as !!binary) is matched by a descriptor holding those bytes, and its path,
+// the rule label of the metrics, is served with each such byte as \xNN. The
+// path used to be passed to client_golang as it is, which panics on a label
+// value that is not UTF-8: the first call that matched the entry ended the
+// process.
+func TestRuleNotUTF8InMetrics(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "edge.yaml"), `domain: edge
+descriptors:
+  - key: user_agent
+    value: !!binary Y3VybP8=
+    rate_limit: {unit: hour, requests_per_unit: 10}
+`) // the value is "curl\xff"
+	p := startProc(t, filepath.Join(t.TempDir(), "state.db"), "--envoy-config", dir)
+	conn, err := grpc.NewClient(p.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var resp rlsv3.RateLimitResponse
+		err := invoke(ctx, conn, &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("user_agent", "curl\xff")}}, &resp)
+		cancel()
+		require.NoError(t, err, "call %d", i)
+		require.Equal(t, ok, resp.GetOverallCode(), "call %d", i)
+		require.EqualValues(t, 10, resp.GetStatuses()[0].GetCurrentLimit().GetRequestsPerUnit(), "call %d: the entry matched", i)
+	}
+	m := scrape(t, p)
+	assert.Equal(t, 2.0, m[`ratedb_checks_total{decision="allow",rule="edge.user_agent_curl\\xff"}`], "%v", m)
+	p.stop(t)
+}

@@ -5,10 +5,13 @@
 package metrics
 
 import (
+	"fmt"
 	"net/http"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -81,15 +84,38 @@ func (m *Metrics) rule(name string) *ruleCounters {
 	if rc, ok := m.byRule.Load(name); ok {
 		return rc.(*ruleCounters)
 	}
+	l := labelValue(name)
 	rc := &ruleCounters{
-		allow:    m.checks.WithLabelValues(name, "allow"),
-		deny:     m.checks.WithLabelValues(name, "deny"),
-		reset:    m.resets.WithLabelValues(name),
-		spike:    m.spikes.WithLabelValues(name),
-		storeErr: m.storeErr.WithLabelValues(name),
+		allow:    m.checks.WithLabelValues(l, "allow"),
+		deny:     m.checks.WithLabelValues(l, "deny"),
+		reset:    m.resets.WithLabelValues(l),
+		spike:    m.spikes.WithLabelValues(l),
+		storeErr: m.storeErr.WithLabelValues(l),
 	}
 	got, _ := m.byRule.LoadOrStore(name, rc)
 	return got.(*ruleCounters)
+}
+
+// labelValue is the rule label of the rule name: name itself, with each
+// byte that is not UTF-8 written as \xNN (two lower-case hex digits). A
+// label value must be UTF-8 (WithLabelValues panics on one that is not),
+// and an Envoy config entry's path can hold any bytes (a key, value or
+// domain given as !!binary, matched by a descriptor holding those bytes).
+func labelValue(name string) string {
+	if utf8.ValidString(name) {
+		return name
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); {
+		r, size := utf8.DecodeRuneInString(name[i:])
+		if r == utf8.RuneError && size == 1 {
+			fmt.Fprintf(&b, `\x%02x`, name[i])
+		} else {
+			b.WriteString(name[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // Checked implements core.Observer.
