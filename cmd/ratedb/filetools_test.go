@@ -4,6 +4,7 @@ package main_test
 
 import (
 	"context"
+	bin "encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -172,7 +173,7 @@ func TestCompactReportsDamagedBlocks(t *testing.T) {
 	out, stderr, code = runTool(t, "compact", path)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, fmt.Sprintf("removed 0 expired windows, dropped %d damaged blocks, ", damaged))
-	assert.Contains(t, stderr, fmt.Sprintf("warning: %s was damaged: %d damaged blocks were dropped", path, damaged))
+	assert.Contains(t, stderr, fmt.Sprintf("warning: %s was damaged: %d damaged blocks were dropped, and with them %d windows; ", path, damaged, 5_000-listed(t, path)))
 
 	out, stderr, code = runTool(t, "inspect", path)
 	require.Equal(t, 0, code, stderr)
@@ -183,4 +184,71 @@ func TestCompactReportsDamagedBlocks(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "removed 0 expired windows, dropped 0 damaged blocks, ")
 	assert.Empty(t, stderr)
+}
+
+// listed runs inspect on path and returns the number of windows it lists.
+func listed(t *testing.T, path string) int {
+	t.Helper()
+	out, stderr, code := runTool(t, "inspect", path)
+	require.Equal(t, 0, code, stderr)
+	m := regexp.MustCompile(`(\d+) listed`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	return n
+}
+
+// compact says how many windows the damage it drops took with it, not only
+// how many damaged blocks and pages it dropped: one damaged page of the
+// blocks' tree counts once and can hold every window of the file (here the
+// tree's root, a branch page: all 20,000 live windows; or one leaf page,
+// about a hundred). The number is the file's own window count less those
+// kept (and those removed as expired), so it holds for windows no reader
+// could see.
+func TestCompactSaysHowManyWindowsDamageTook(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		page func(root uint64, branch []byte) uint64 // the page to zero
+	}{
+		{"root branch page", func(root uint64, _ []byte) uint64 { return root }},
+		{"one leaf page", func(_ uint64, branch []byte) uint64 {
+			n := int(bin.LittleEndian.Uint16(branch[10:]))
+			return bin.LittleEndian.Uint64(branch[16+(n/2)*16+8:]) // the middle child
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "state.db")
+			stateFile(t, path, 20_000)
+			db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+			require.NoError(t, err)
+			var root uint64
+			var ps int
+			require.NoError(t, db.View(func(tx *bolt.Tx) error {
+				root, ps = uint64(tx.Bucket(layout.BucketBlocks).Root()), tx.DB().Info().PageSize
+				return nil
+			}))
+			require.NoError(t, db.Close())
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			require.NoError(t, err)
+			branch := make([]byte, ps)
+			_, err = f.ReadAt(branch, int64(root)*int64(ps))
+			require.NoError(t, err)
+			require.Equal(t, uint16(0x01), bin.LittleEndian.Uint16(branch[8:]), "the blocks' root is a branch page")
+			_, err = f.WriteAt(make([]byte, ps), int64(tc.page(root, branch))*int64(ps))
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+
+			out, stderr, code := runTool(t, "compact", path)
+			require.Equal(t, 0, code, stderr)
+			assert.Contains(t, out, "removed 0 expired windows, dropped 1 damaged blocks, ")
+			lost := 20_000 - listed(t, path)
+			require.Positive(t, lost)
+			assert.Contains(t, stderr, fmt.Sprintf("warning: %s was damaged: 1 damaged blocks were dropped, and with them %d windows; ", path, lost))
+			if tc.name == "root branch page" {
+				assert.Equal(t, 20_000, lost, "every window was under the root")
+			}
+		})
+	}
 }

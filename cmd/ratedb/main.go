@@ -345,8 +345,12 @@ func runCompact(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if res.Damaged > 0 {
-		fmt.Fprintf(stderr, "ratedb compact: warning: %s was damaged: %d damaged blocks were dropped; the counts of their windows are lost (they were unreadable: serve would have counted them anew)\n",
-			args[0], res.Damaged)
+		lost := "an unknown number of windows (the file's window count was unreadable)"
+		if res.Lost >= 0 {
+			lost = fmt.Sprintf("%d windows", res.Lost)
+		}
+		fmt.Fprintf(stderr, "ratedb compact: warning: %s was damaged: %d damaged blocks were dropped, and with them %s; their counts are lost (they were unreadable: serve would have counted them anew)\n",
+			args[0], res.Damaged, lost)
 	}
 	fmt.Fprintf(stdout, "compacted %s: removed %d expired windows, dropped %d damaged blocks, %d -> %d bytes\n",
 		args[0], res.Cleaned, res.Damaged, res.Before, res.After)

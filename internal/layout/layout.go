@@ -48,14 +48,14 @@ var (
 // SecretLen is the length of the secret in bytes.
 const SecretLen = 16
 
-// Errors of Secret, ForEach and Read.
+// Errors of Secret, ForEach, Read and Count.
 var (
 	// ErrFormat: the file is not a ratedb file of a format this package
 	// reads.
 	ErrFormat = errors.New("not a ratedb file of a known format")
-	// ErrInUse: Read timed out waiting for the file's lock.
+	// ErrInUse: Read or Count timed out waiting for the file's lock.
 	ErrInUse = errors.New("the file's lock is held")
-	// ErrDamaged: Read met a page bbolt cannot read (it panics on a
+	// ErrDamaged: Read or Count met a page bbolt cannot read (it panics on a
 	// damaged page, and faults on a file shorter than its meta page says).
 	ErrDamaged = errors.New("the file is damaged")
 )
@@ -162,7 +162,55 @@ func ForEach(tx *bolt.Tx, vis Visitor) error {
 // (ErrInUse after that), and calls ForEach in one read transaction. A path
 // that is not a regular file is ErrFormat (a named pipe would block the
 // open); a page bbolt panics or faults on is ErrDamaged, not a crash.
-func Read(path string, timeout time.Duration, vis Visitor) (err error) {
+func Read(path string, timeout time.Duration, vis Visitor) error {
+	return view(path, timeout, func(tx *bolt.Tx, f *os.File) error {
+		// bbolt's cursors recurse or loop without end down a cycle in a
+		// page tree: check the trees ForEach walks first.
+		data, err := CheckTrees(tx, f)
+		if err != nil {
+			return err
+		}
+		if data != nil {
+			return data
+		}
+		return ForEach(tx, vis)
+	})
+}
+
+// Count returns the number of windows the file at path records in its meta
+// bucket ("count", or a ratedb/1 file's "windows"), opening it as Read does
+// (ErrInUse, ErrFormat, ErrDamaged as Read). Damage to the trees of windows
+// does not prevent it: the count is what the file held before that damage
+// made windows unreadable.
+func Count(path string, timeout time.Duration) (n int64, err error) {
+	err = view(path, timeout, func(tx *bolt.Tx, f *os.File) error {
+		if _, err := CheckTrees(tx, f); err != nil {
+			return err
+		}
+		mb := tx.Bucket(BucketMeta)
+		if mb == nil {
+			return fmt.Errorf("%w: no meta bucket", ErrFormat)
+		}
+		key := KeyCount
+		switch fm := mb.Get(KeyFormat); {
+		case IsLegacy(fm):
+			key = LegacyKeyWindows
+		case string(fm) != string(Format):
+			return fmt.Errorf("%w: unknown format marker", ErrFormat)
+		}
+		v, ok := record.DecodeInt64(mb.Get(key))
+		if !ok || v < 0 {
+			return fmt.Errorf("%w: bad window count", ErrFormat)
+		}
+		n = v
+		return nil
+	})
+	return n, err
+}
+
+// view opens the file at path read-only as Read describes and calls fn in
+// one read transaction, with the file also open as f.
+func view(path string, timeout time.Duration, fn func(tx *bolt.Tx, f *os.File) error) (err error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return err
@@ -193,16 +241,5 @@ func Read(path string, timeout time.Duration, vis Visitor) (err error) {
 		return err
 	}
 	defer f.Close()
-	return bdb.View(func(tx *bolt.Tx) error {
-		// bbolt's cursors recurse or loop without end down a cycle in a
-		// page tree: check the trees ForEach walks first.
-		data, err := CheckTrees(tx, f)
-		if err != nil {
-			return err
-		}
-		if data != nil {
-			return data
-		}
-		return ForEach(tx, vis)
-	})
+	return bdb.View(func(tx *bolt.Tx) error { return fn(tx, f) })
 }

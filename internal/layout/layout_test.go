@@ -36,6 +36,9 @@ func TestReadBothFormats(t *testing.T) {
 	v1, damaged := counts(t, path)
 	assert.Len(t, v1, 40)
 	assert.Zero(t, damaged)
+	n, err := layout.Count(path, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, int64(40), n, "a ratedb/1 file's count")
 
 	now := time.UnixMilli(1_767_225_600_000)
 	db, err := ratedb.Open(path, &ratedb.Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
@@ -44,6 +47,9 @@ func TestReadBothFormats(t *testing.T) {
 	v2, damaged := counts(t, path)
 	assert.Equal(t, v1, v2)
 	assert.Zero(t, damaged)
+	n, err = layout.Count(path, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, int64(40), n, "a ratedb/2 file's count")
 }
 
 func TestReadRejectsForeignFiles(t *testing.T) {

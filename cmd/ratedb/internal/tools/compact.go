@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ratedb/ratedb"
+	"github.com/ratedb/ratedb/internal/layout"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -23,6 +24,13 @@ type CompactResult struct {
 	// a rebuild left out. The windows they held were unreadable: serve
 	// would have counted them anew, and they are gone from the new file.
 	Damaged int64
+	// Lost is the number of windows the damage Damaged counts took with
+	// it: the window count the file recorded before Compact opened it,
+	// less Cleaned and the new file's count. A damaged page of the tree
+	// of blocks can hold thousands of windows, and Damaged counts it once.
+	// -1 if the file's count could not be read (its root or meta bucket
+	// is damaged).
+	Lost int64
 	// Before and After are the file's sizes in bytes.
 	Before, After int64
 }
@@ -37,7 +45,8 @@ type CompactResult struct {
 // replaced), and a file replaced meanwhile is detected and left alone.
 //
 // The janitor pass drops the file's damaged blocks, as serve's would:
-// CompactResult.Damaged counts them. It changes the file in place, before
+// CompactResult.Damaged counts them, and CompactResult.Lost the windows
+// they held. It changes the file in place, before
 // the rewrite: when Compact fails after it, the result it returns with the
 // error still says what the pass removed.
 //
@@ -56,6 +65,15 @@ func Compact(path string) (CompactResult, error) {
 		return res, err
 	}
 	res.Before = st.Size()
+	// The window count the file records, before ratedb drops its damage:
+	// what it held, readable or not.
+	held, err := layout.Count(path, lockTimeout)
+	if errors.Is(err, layout.ErrInUse) {
+		return res, fmt.Errorf("%s: %w", path, ErrInUse)
+	}
+	if err != nil {
+		held = -1 // ratedb.Open says what is wrong, or repairs it
+	}
 	db, err := ratedb.Open(path, &ratedb.Options{MaxHotKeys: 1024, SnapshotPeriod: -1, CleanPeriod: -1, OpenTimeout: lockTimeout})
 	if errors.Is(err, ratedb.ErrLocked) {
 		return res, fmt.Errorf("%s: %w", path, ErrInUse)
@@ -67,7 +85,11 @@ func Compact(path string) (CompactResult, error) {
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
-	res.Damaged = db.Stats().CorruptSkipped
+	stats := db.Stats()
+	res.Damaged, res.Lost = stats.CorruptSkipped, -1
+	if held >= 0 {
+		res.Lost = max(held-int64(res.Cleaned)-stats.WindowsOnDisk, 0)
+	}
 	if err != nil {
 		return res, err
 	}
