@@ -7,9 +7,11 @@ import (
 	bin "encoding/binary"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -251,4 +253,37 @@ func TestCompactSaysHowManyWindowsDamageTook(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inspect of a file it may not read (an operator's own user on the
+// service's 0600 file) says so, exit status 1, and does not call it "not a
+// ratedb file of a known format": the file is one, it could not be opened.
+// As root, which reads any file, the command runs as nobody.
+func TestInspectUnreadableFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	stateFile(t, path, 10)
+	require.NoError(t, os.Chmod(path, 0o200))
+	cmd := exec.Command(binary(t), "inspect", path)
+	if os.Getuid() == 0 {
+		// nobody must reach the file and the binary.
+		require.NoError(t, os.Chmod(dir, 0o755))
+		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
+		b, err := os.ReadFile(binary(t))
+		require.NoError(t, err)
+		bin := filepath.Join(dir, "ratedb")
+		require.NoError(t, os.WriteFile(bin, b, 0o755))
+		cmd = exec.Command(bin, "inspect", path)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, stderr.String())
+	assert.Equal(t, 1, ee.ExitCode(), stderr.String())
+	assert.Contains(t, stderr.String(), "ratedb inspect: open "+path+": permission denied")
+	assert.NotContains(t, stderr.String(), "not a ratedb file")
+	assert.NotContains(t, stderr.String(), "not a readable ratedb file")
 }

@@ -25,6 +25,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime/debug"
 	"time"
@@ -161,7 +162,9 @@ func ForEach(tx *bolt.Tx, vis Visitor) error {
 // Read opens the file at path read-only, waiting up to timeout for its lock
 // (ErrInUse after that), and calls ForEach in one read transaction. A path
 // that is not a regular file is ErrFormat (a named pipe would block the
-// open); a page bbolt panics or faults on is ErrDamaged, not a crash.
+// open); a page bbolt panics or faults on is ErrDamaged, not a crash. A file
+// that cannot be opened (no read permission) is the open's *fs.PathError,
+// not ErrFormat.
 func Read(path string, timeout time.Duration, vis Visitor) error {
 	return view(path, timeout, func(tx *bolt.Tx, f *os.File) error {
 		// bbolt's cursors recurse or loop without end down a cycle in a
@@ -231,6 +234,11 @@ func view(path string, timeout time.Duration, fn func(tx *bolt.Tx, f *os.File) e
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return ErrInUse
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "open" {
+		// No read permission, say: that says nothing of its format.
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrFormat, err)
