@@ -287,3 +287,38 @@ func TestInspectUnreadableFile(t *testing.T) {
 	assert.NotContains(t, stderr.String(), "not a ratedb file")
 	assert.NotContains(t, stderr.String(), "not a readable ratedb file")
 }
+
+// compact and version fail (exit status 1) when their output cannot be
+// written, as inspect does: a script that keeps compact's summary on a full
+// disk got exit status 0 and no summary. compact says the file was compacted
+// all the same. /dev/full answers every write with ENOSPC.
+func TestToolsReportAnUnwritableOutput(t *testing.T) {
+	t.Parallel()
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full:", err)
+	}
+	defer full.Close()
+	path := filepath.Join(t.TempDir(), "state.db")
+	stateFile(t, path, 10)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"compact", path}, "ratedb compact: " + path + " was compacted, but its summary could not be written: "},
+		{[]string{"version"}, "ratedb version: "},
+		{[]string{"inspect", path}, "ratedb inspect: "},
+	} {
+		cmd := exec.Command(binary(t), tc.args...)
+		cmd.Stdout = full
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%v: %s", tc.args, stderr.String())
+		assert.Equal(t, 1, ee.ExitCode(), "%v: %s", tc.args, stderr.String())
+		assert.Contains(t, stderr.String(), tc.want, "%v", tc.args)
+		assert.Contains(t, stderr.String(), "no space left on device", "%v", tc.args)
+	}
+	assert.Equal(t, 10, listed(t, path), "the file was compacted, every window kept")
+}

@@ -86,7 +86,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "ratedb version: unexpected argument %s\nusage: ratedb version\n", shownArg(args[1]))
 			return 2
 		}
-		fmt.Fprintln(stdout, version())
+		if _, err := fmt.Fprintln(stdout, version()); err != nil {
+			fmt.Fprintf(stderr, "ratedb version: %v\n", err)
+			return 1
+		}
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
@@ -352,8 +355,12 @@ func runCompact(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "ratedb compact: warning: %s was damaged: %d damaged blocks were dropped, and with them %s; their counts are lost (they were unreadable: serve would have counted them anew)\n",
 			args[0], res.Damaged, lost)
 	}
-	fmt.Fprintf(stdout, "compacted %s: removed %d expired windows, dropped %d damaged blocks, %d -> %d bytes\n",
-		args[0], res.Cleaned, res.Damaged, res.Before, res.After)
+	if _, err := fmt.Fprintf(stdout, "compacted %s: removed %d expired windows, dropped %d damaged blocks, %d -> %d bytes\n",
+		args[0], res.Cleaned, res.Damaged, res.Before, res.After); err != nil {
+		// A script reading the summary must not take its absence for
+		// success; the file itself was compacted.
+		return fmt.Errorf("%s was compacted, but its summary could not be written: %w", args[0], err)
+	}
 	return nil
 }
 
