@@ -98,6 +98,25 @@ func TestToolArguments(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(stderr, tc.usage), "%v: the usage once", tc.args)
 		assert.Empty(t, out, "%v", tc.args)
 	}
+	// A usage error says what is wrong, without showing the arguments
+	// (one after FILE may be a --prefix value: a client's key).
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"inspect"}, "ratedb inspect: missing FILE\n"},
+		{[]string{"inspect", "--json", ""}, "ratedb inspect: FILE is empty\n"},
+		{[]string{"inspect", "a.db", "--prefix", "user-42"}, "ratedb inspect: 3 arguments where one FILE is expected: flags go before FILE"},
+		{[]string{"compact"}, "ratedb compact: missing FILE\n"},
+		{[]string{"compact", ""}, "ratedb compact: FILE is empty\n"},
+		{[]string{"compact", "a.db", "b.db"}, "ratedb compact: 2 arguments where one FILE is expected"},
+	} {
+		_, stderr, code := runTool(t, tc.args...)
+		assert.Equal(t, 2, code, "%v", tc.args)
+		assert.Contains(t, stderr, tc.msg, "%v", tc.args)
+		assert.NotContains(t, stderr, "user-42", "%v", tc.args)
+	}
+
 	out, stderr, code := runTool(t, "version")
 	assert.Equal(t, 0, code, stderr)
 	assert.True(t, strings.HasPrefix(out, "ratedb "), out)

@@ -287,7 +287,8 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if err := parseQuietly(fs, args, stderr); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if fs.NArg() != 1 || fs.Arg(0) == "" {
+		fmt.Fprintf(stderr, "ratedb inspect: %s\n", fileArgProblem(fs.Args()))
 		fs.Usage()
 		return errUsage
 	}
@@ -333,6 +334,7 @@ func runCompact(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() != 1 || fs.Arg(0) == "" {
+		fmt.Fprintf(stderr, "ratedb compact: %s\n", fileArgProblem(fs.Args()))
 		fs.Usage()
 		return errUsage
 	}
@@ -362,6 +364,19 @@ func runCompact(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s was compacted, but its summary could not be written: %w", args[0], err)
 	}
 	return nil
+}
+
+// fileArgProblem says what is wrong with args, the arguments left after
+// the flags of a command that takes one FILE. They are not shown: a
+// --prefix value given after FILE is a client's key.
+func fileArgProblem(args []string) string {
+	switch {
+	case len(args) == 0:
+		return "missing FILE"
+	case len(args) == 1:
+		return "FILE is empty"
+	}
+	return fmt.Sprintf("%d arguments where one FILE is expected: flags go before FILE (an argument after it is not read as a flag)", len(args))
 }
 
 // version is the module version and VCS revision the binary was built from.
