@@ -3,6 +3,7 @@ package envoyconf
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Limit is the rate limit of one config entry. A Limit is immutable once
@@ -255,6 +256,15 @@ func newLimit(path string, d yamlDescriptor) (*Limit, error) {
 		unit = Unknown
 	} else if !valid {
 		return nil, fmt.Errorf("invalid rate limit unit %q", rl.Unit)
+	}
+	if !rl.Unlimited && !utf8.ValidString(rl.Name) {
+		// The name goes into current_limit, a proto3 string, in every
+		// answer the entry gives: protobuf-go refuses to marshal one that
+		// is not UTF-8, so each call matching it would fail (INTERNAL),
+		// and Envoy lets such a call through by default. envoyproxy/
+		// ratelimit loads the name and fails those calls the same way;
+		// an unlimited entry's answers carry no current_limit.
+		return nil, fmt.Errorf("rate_limit name of descriptor %q is not valid UTF-8 (it is sent in current_limit, a protobuf string)", path)
 	}
 	l := &Limit{
 		Name: rl.Name, Path: path, RequestsPerUnit: rl.RequestsPerUnit, Unit: unit,

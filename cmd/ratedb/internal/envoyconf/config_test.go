@@ -187,6 +187,7 @@ func TestParseErrors(t *testing.T) {
 		{"unlimited with unit", "domain: d\ndescriptors:\n  - key: foo\n    rate_limit: {unlimited: true, unit: day, requests_per_unit: 25}\n", "should not specify rate limit unit when unlimited"},
 		{"replaces itself", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {name: self, replaces: [{name: self}], unit: second, requests_per_unit: 5}\n", "replaces should not contain name of same descriptor"},
 		{"empty replaces", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {name: self, replaces: [{name: }], unit: second, requests_per_unit: 5}\n", "empty replaces entry"},
+		{"name not UTF-8", "domain: d\ndescriptors:\n  - key: k\n    value: !!binary dv8=\n    rate_limit: {name: !!binary bv8=, unit: second, requests_per_unit: 5}\n", `rate_limit name of descriptor "d.k_v\xff" is not valid UTF-8`},
 		{"share_threshold without wildcard", "domain: d\ndescriptors:\n  - key: k\n    value: v\n    share_threshold: true\n", "share_threshold can only be used with wildcard values"},
 		{"document is a list", "- domain: d\n", "cannot unmarshal !!seq"},
 		{"document is a scalar", "domain\n", "cannot unmarshal !!str"},
@@ -199,6 +200,18 @@ func TestParseErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), "f.yaml")
 		})
 	}
+}
+
+// TestRuleNameNotUTF8: a rate_limit name that is not UTF-8 (!!binary) is
+// refused (TestParseErrors), but not on an unlimited limit, whose answers
+// carry no current_limit: that one loads with its name, as upstream loads it.
+func TestRuleNameNotUTF8(t *testing.T) {
+	c, err := envoyconf.Parse([]envoyconf.File{{Name: "f.yaml", Data: []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {name: !!binary bv8=, unlimited: true}\n")}})
+	require.NoError(t, err)
+	m := c.Match("d", kv("k", "v"))
+	require.NotNil(t, m.Limit)
+	assert.True(t, m.Limit.Unlimited)
+	assert.Equal(t, "n\xff", m.Limit.Name)
 }
 
 // TestMetadata: a descriptor's metadata (envoyproxy/ratelimit since April

@@ -82,6 +82,12 @@
 //   - The path given to Load may itself be a symlink to a directory
 //     (goruntime does not descend into one).
 //   - A file is at most 16 MiB.
+//   - A rate_limit name that is not UTF-8 (a YAML !!binary value) fails
+//     the load, unless the limit is unlimited. envoyproxy/ratelimit loads
+//     it, then fails every call that matches the entry (gRPC INTERNAL: the
+//     name is sent in current_limit, a protobuf string, which protobuf-go
+//     will not marshal unless it is UTF-8), and Envoy's default
+//     failure_mode_deny: false lets those calls through uncounted.
 //
 // # Units
 //

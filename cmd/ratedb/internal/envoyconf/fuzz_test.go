@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/envoyconf"
 )
@@ -20,6 +21,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("domain: d\ndescriptors:\n  - {key: a*, rate_limit: {unit: second, requests_per_unit: 1}}\n"), "ab", "")
 	f.Add([]byte("a: &a [*a, *a]\n"), "a", "b")
+	f.Add([]byte("domain: d\ndescriptors:\n  - {key: k, rate_limit: {name: !!binary bv8=, unit: second, requests_per_unit: 1}}\n"), "k", "v")
 	f.Fuzz(func(t *testing.T, data []byte, key, value string) {
 		c, err := envoyconf.Parse([]envoyconf.File{{Name: "f.yaml", Data: data}})
 		if err != nil {
@@ -31,6 +33,10 @@ func FuzzParse(f *testing.F) {
 		for _, r := range c.Rules() {
 			if r.Limit == nil || (!r.Limit.Unlimited && r.Limit.Unit.Duration() == 0) {
 				t.Fatalf("rule %q without a usable limit", r.Limit.Path)
+			}
+			if !r.Limit.Unlimited && !utf8.ValidString(r.Limit.Name) {
+				// It would be sent in current_limit, a protobuf string.
+				t.Fatalf("rule %q loaded with a name that is not UTF-8", r.Limit.Path)
 			}
 			m := c.Match(r.Domain, append(r.Descriptor, envoyconf.Entry{Key: key, Value: value}))
 			if m.Limit != nil && m.Share != nil && len(m.Share) != len(r.Descriptor)+1 {

@@ -2,8 +2,10 @@ package envoye2e_test
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,4 +130,60 @@ descriptors:
 	m := scrape(t, p)
 	assert.Equal(t, 2.0, m[`ratedb_checks_total{decision="allow",rule="edge.user_agent_curl\\xff"}`], "%v", m)
 	p.stop(t)
+}
+
+// TestRuleNameNotUTF8IsRefused: a rate_limit whose name is not UTF-8 (given
+// as !!binary) is refused at load, at start and on a reload, with an error
+// naming the field and the entry. Loaded, its name went into every answer's
+// current_limit, a proto3 string that protobuf-go will not marshal: grpc-go
+// answered each call matching it INTERNAL, which Envoy's default
+// failure_mode_deny: false lets through uncounted (envoyproxy/ratelimit
+// loads such a name and fails the same way at every such call). An
+// unlimited entry, whose name no answer carries, still loads with one.
+func TestRuleNameNotUTF8IsRefused(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "edge.yaml")
+	const unlimited = `  - key: health
+    rate_limit: {unlimited: true, name: !!binary aOk=}
+` // the name is "h\xe9"
+	writeFile(t, file, "domain: edge\ndescriptors:\n  - key: user_agent\n    rate_limit: {unit: hour, requests_per_unit: 2, name: ua}\n"+unlimited)
+	badYAML := "domain: edge\ndescriptors:\n  - key: user_agent\n    rate_limit: {unit: hour, requests_per_unit: 7, name: !!binary dWH/}\n" + unlimited // "ua\xff"
+	const refusal = `rate_limit name of descriptor "edge.user_agent" is not valid UTF-8`
+
+	t.Run("a reload keeps the previous config", func(t *testing.T) {
+		p := startProc(t, filepath.Join(t.TempDir(), "state.db"), "--envoy-config", dir, "--envoy-config-poll", "0")
+		c := p.client(t, nil)
+		clearOfBoundary(time.Hour, 10*time.Second)
+		resp := call(t, c, "edge", 1, desc("health", "x"))
+		assert.Equal(t, ok, resp.GetOverallCode())
+		assert.EqualValues(t, uint32(math.MaxUint32), remaining(resp, 0), "the unlimited entry with its name loaded")
+
+		writeFile(t, file, badYAML)
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+		eventually(t, "the reload", func() bool {
+			return strings.Contains(p.logs.String(), "reload failed") || strings.Count(p.logs.String(), "envoy config: loaded") > 1
+		})
+		assert.Contains(t, p.logs.String(), "reload failed, keeping the previous config")
+		assert.Contains(t, p.logs.String(), strings.ReplaceAll(refusal, `"`, `\"`), "the JSON log names the field and the entry")
+		for i := range 3 {
+			resp := call(t, c, "edge", 1, desc("user_agent", "curl"))
+			st := resp.GetStatuses()[0]
+			assert.EqualValues(t, 2, st.GetCurrentLimit().GetRequestsPerUnit(), "call %d: the previous limit", i)
+			assert.Equal(t, "ua", st.GetCurrentLimit().GetName(), "call %d", i)
+			if i < 2 {
+				assert.Equal(t, ok, resp.GetOverallCode(), "call %d", i)
+			} else {
+				assert.Equal(t, over, resp.GetOverallCode(), "call %d", i)
+			}
+		}
+		p.stop(t)
+	})
+
+	t.Run("a start is refused", func(t *testing.T) {
+		writeFile(t, file, badYAML)
+		out, err := execServe(t, "--db", filepath.Join(t.TempDir(), "s.db"), "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--envoy-config", dir)
+		require.Error(t, err)
+		assert.Contains(t, out, "edge.yaml: "+refusal)
+		assert.NotContains(t, out, "ua\xff", "the name is not written raw")
+	})
 }
