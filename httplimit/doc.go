@@ -37,9 +37,10 @@
 //
 // For a layered limiter the window that binds is the denying tier that
 // frees up last, or when allowed the tier with the least room left (see
-// ratedb.Result.Tier). Options.LegacyHeaders adds X-RateLimit-Limit,
-// X-RateLimit-Remaining and X-RateLimit-Reset, the last one as a Unix time
-// in seconds. A denied request gets status 429 (Options.OnLimited) and
+// ratedb.Result.Tier), and of several tiers the request left with no room
+// the one that frees up last, since nothing fits before it does.
+// Options.LegacyHeaders adds X-RateLimit-Limit, X-RateLimit-Remaining and
+// X-RateLimit-Reset, the last one as a Unix time in seconds. A denied request gets status 429 (Options.OnLimited) and
 // Retry-After: the seconds until the binding window ends, rounded up and at
 // least 1. A request that does not fit is not counted: retrying after
 // Retry-After is allowed unless others used the quota first.

@@ -184,6 +184,49 @@ func TestLayeredLongerTierDenies(t *testing.T) {
 	assert.Equal(t, []int64{1, 3}, counts, "denied requests change no tier")
 }
 
+// An allowed request that fills several tiers at once gets the headers of
+// the one that frees up last: the README's login tiers (1 per minute, 3 per
+// 15 minutes) are both full after the third login of a quarter, and
+// "Remaining: 0, Reset: 60" would send the client back in a minute, to be
+// denied until the quarter ends. The headers agree with the denial that
+// follows.
+func TestLayeredFullTiersReportTheLastToFreeUp(t *testing.T) {
+	noon := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clock := newClock(noon)
+	db := openDB(t, clock)
+	l, err := db.Layered(ratedb.FixedWindow,
+		ratedb.Tier{Scale: time.Minute, Limit: 1},
+		ratedb.Tier{Scale: 15 * time.Minute, Limit: 3},
+		ratedb.Tier{Scale: time.Hour, Limit: 10})
+	require.NoError(t, err)
+	m, err := httplimit.New(l, &httplimit.Options{Clock: clock.Now, LegacyHeaders: true})
+	require.NoError(t, err)
+	h := m.Handler(&counting{})
+	quarter := strconv.FormatInt(noon.Add(15*time.Minute).Unix(), 10)
+
+	for i, want := range []struct{ limit, reset, legacy string }{
+		{"1", "60", strconv.FormatInt(noon.Add(time.Minute).Unix(), 10)},
+		{"1", "60", strconv.FormatInt(noon.Add(2*time.Minute).Unix(), 10)},
+		{"3", "780", quarter}, // the minute and the quarter are full
+	} {
+		rec := do(h, "/", "192.0.2.1:1")
+		require.Equal(t, http.StatusOK, rec.Code, "login %d", i+1)
+		assert.Equal(t, want.limit, rec.Header().Get("RateLimit-Limit"), "login %d", i+1)
+		assert.Equal(t, "0", rec.Header().Get("RateLimit-Remaining"), "login %d", i+1)
+		assert.Equal(t, want.reset, rec.Header().Get("RateLimit-Reset"), "login %d", i+1)
+		assert.Equal(t, want.limit, rec.Header().Get("X-RateLimit-Limit"), "login %d", i+1)
+		assert.Equal(t, want.legacy, rec.Header().Get("X-RateLimit-Reset"), "login %d", i+1)
+		clock.Set(clock.Now().Add(time.Minute))
+	}
+	// A minute after the third login, as "Reset: 60" would have said.
+	rec := do(h, "/", "192.0.2.1:1")
+	require.Equal(t, http.StatusTooManyRequests, rec.Code)
+	assert.Equal(t, "3", rec.Header().Get("RateLimit-Limit"))
+	assert.Equal(t, "720", rec.Header().Get("RateLimit-Reset"))
+	assert.Equal(t, "720", rec.Header().Get("Retry-After"))
+	assert.Equal(t, quarter, rec.Header().Get("X-RateLimit-Reset"))
+}
+
 func TestCost(t *testing.T) {
 	clock := newClock(t0)
 	db := openDB(t, clock)
