@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -464,6 +465,73 @@ func TestConcurrentRequests(t *testing.T) {
 	}
 	assert.Equal(t, limit, ok)
 	assert.EqualValues(t, limit, next.n.Load())
+}
+
+// Many goroutines sharing one middleware, several requests each, over
+// several windows: each window allows exactly its limit, every allowed
+// request reaches the handler once, and with Undo the count a window ends
+// with is exactly its allowed failures (every success given back once).
+func TestConcurrentExactPerWindow(t *testing.T) {
+	const goroutines, perWindow, limit, windows = 8, 25, 60, 3
+	for _, undo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("undo=%v", undo), func(t *testing.T) {
+			clock := newClock(t0)
+			db := openDB(t, clock)
+			w := fixedMinute(t, db)
+			opts := &httplimit.Options{Clock: clock.Now}
+			if undo {
+				opts.Undo = onlyFailures
+			}
+			m, err := httplimit.New(httplimit.Window(w, limit), opts)
+			require.NoError(t, err)
+			var reached sync.Map // request id -> times it reached the handler
+			h := m.Handler(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				n, _ := reached.LoadOrStore(r.URL.Query().Get("id"), new(atomic.Int64))
+				n.(*atomic.Int64).Add(1)
+				if r.Header.Get("Password") != "right" {
+					rw.WriteHeader(http.StatusUnauthorized)
+				}
+			}))
+			for win := range windows {
+				clock.Set(t0.Add(time.Duration(win) * time.Minute))
+				var ok, failed atomic.Int64
+				var wg sync.WaitGroup
+				for g := range goroutines {
+					wg.Go(func() {
+						for i := range perWindow {
+							pw := "right"
+							if i%3 == 0 {
+								pw = "wrong"
+							}
+							path := fmt.Sprintf("/?id=%d-%d-%d", win, g, i)
+							switch rec := do(h, path, "[2001:db8::1]:1", "Password", pw); rec.Code {
+							case http.StatusOK:
+								ok.Add(1)
+							case http.StatusUnauthorized:
+								failed.Add(1)
+							default:
+								assert.Equal(t, http.StatusTooManyRequests, rec.Code)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				n, err := w.Get(context.Background(), "2001:db8::/64")
+				require.NoError(t, err)
+				if undo {
+					assert.Equal(t, failed.Load(), n, "window %d: every success given back, once", win)
+				} else {
+					assert.EqualValues(t, limit, ok.Load()+failed.Load(), "window %d: exactly the limit allowed", win)
+					assert.EqualValues(t, limit, n, "window %d", win)
+				}
+			}
+			reached.Range(func(_, n any) bool {
+				assert.EqualValues(t, 1, n.(*atomic.Int64).Load())
+				return true
+			})
+			assert.Zero(t, m.Errors())
+		})
+	}
 }
 
 func TestNew(t *testing.T) {
