@@ -99,7 +99,7 @@ func ExampleDB_Layered() {
 	// Output:
 	// 12:00 allowed=true tier=1m0s retry=0s
 	// 12:01 allowed=true tier=1m0s retry=0s
-	// 12:02 allowed=true tier=1m0s retry=0s
+	// 12:02 allowed=true tier=15m0s retry=0s
 	// 12:03 allowed=false tier=15m0s retry=12m0s
 	// 12:04 allowed=false tier=15m0s retry=11m0s
 }

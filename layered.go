@@ -79,7 +79,8 @@ func (l *Layered) Algorithm() Algorithm { return l.alg }
 // Scale are those of Result.Tier, the tier that bound the decision: on a
 // denial, the denying tier that frees up last (RetryAfter is the time until
 // every denying tier has started a new window); when allowed, the tier with
-// the least room left. A hit whose increment exceeds a tier's limit, on a
+// the least room left and, of tiers with as little, the one that frees up
+// last. A hit whose increment exceeds a tier's limit, on a
 // key with no open window in any tier, does not bring the key into memory.
 func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result, error) {
 	if err := checkCall(ctx, key); err != nil {
@@ -164,7 +165,8 @@ func (l *Layered) deniedOutright(key string, h uint64, increment int64) (r Resul
 // after the call (Remaining filled in), in the order the tiers were given:
 // it picks Result.Tier, the tier that bound the decision (on a denial the
 // denying tier that frees up last, otherwise the tier with the least room
-// left; ties go to the earlier tier), copies that tier's figures to the top
+// left and, of tiers with as little, the one that frees up last; remaining
+// ties go to the earlier tier), copies that tier's figures to the top
 // level and, on a denial, sets RetryAfter to the time from now until that
 // tier's window ends. Every backend (the embedded DB, redisstore) answers
 // through it, so they agree on the binding tier. tiers must not be empty;
@@ -173,7 +175,8 @@ func LayeredResult(allowed bool, now time.Time, tiers []TierResult) Result {
 	bind := 0
 	for i := range tiers {
 		if allowed {
-			if tiers[i].Remaining < tiers[bind].Remaining {
+			if tiers[i].Remaining < tiers[bind].Remaining ||
+				tiers[i].Remaining == tiers[bind].Remaining && tiers[i].ResetAt.After(tiers[bind].ResetAt) {
 				bind = i
 			}
 		} else if !tiers[i].Fits && (tiers[bind].Fits || tiers[i].ResetAt.After(tiers[bind].ResetAt)) {

@@ -260,7 +260,8 @@ func TestLayeredZeroLimitDeniesEveryHit(t *testing.T) {
 
 // TestLayeredResult pins LayeredResult's doc: the binding tier is, on a
 // denial, the denying tier that frees up last, otherwise the tier with the
-// least room left, ties going to the earlier tier; its figures are copied
+// least room left and, of tiers with as little, the one that frees up last,
+// remaining ties going to the earlier tier; its figures are copied
 // to the top level; a denial's RetryAfter runs from now to that tier's end;
 // the Result keeps the slice.
 func TestLayeredResult(t *testing.T) {
@@ -275,7 +276,9 @@ func TestLayeredResult(t *testing.T) {
 		bind    int
 	}{
 		{"allowed: least room", true, []ratedb.TierResult{tier(time.Minute, 5, 1, time.Minute, true), tier(time.Hour, 10, 8, time.Hour, true)}, 1},
-		{"allowed: a tie goes to the earlier tier", true, []ratedb.TierResult{tier(time.Hour, 10, 8, time.Hour, true), tier(time.Minute, 5, 3, time.Minute, true)}, 0},
+		{"allowed: of tiers with as little room, the one that frees up last", true, []ratedb.TierResult{tier(time.Hour, 10, 8, time.Hour, true), tier(time.Minute, 5, 3, time.Minute, true)}, 0},
+		{"allowed: two full tiers report the one that frees up last", true, []ratedb.TierResult{tier(time.Minute, 1, 1, time.Minute, true), tier(15*time.Minute, 3, 3, 12*time.Minute, true), tier(time.Hour, 10, 3, time.Hour, true)}, 1},
+		{"allowed: a full tie goes to the earlier tier", true, []ratedb.TierResult{tier(time.Minute, 5, 3, time.Minute, true), tier(time.Minute, 4, 2, time.Minute, true)}, 0},
 		{"denied: the only denying tier", false, []ratedb.TierResult{tier(time.Minute, 5, 0, time.Minute, true), tier(time.Hour, 10, 10, 30*time.Minute, false)}, 1},
 		{"denied: the denying tier that frees up last", false, []ratedb.TierResult{tier(time.Hour, 10, 10, 50*time.Minute, false), tier(time.Minute, 5, 5, 20*time.Second, false), tier(24*time.Hour, 20, 20, 3*time.Hour, false)}, 2},
 		{"denied: a fitting tier that ends later does not bind", false, []ratedb.TierResult{tier(time.Minute, 5, 5, 10*time.Second, false), tier(time.Hour, 10, 1, time.Hour, true)}, 0},

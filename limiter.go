@@ -70,8 +70,10 @@ type Result struct {
 	Scale time.Duration
 	// Tier is, for a Layered limiter, the index (in the order the tiers were
 	// given) of the tier that bound the decision: on a denial the denying
-	// tier that frees up last, otherwise the tier with the least room left.
-	// It is 0 for a Window.
+	// tier that frees up last, otherwise the tier with the least room left
+	// and, of tiers with as little, the one that frees up last (an allowed
+	// hit that fills two tiers reports the one a denial would: nothing fits
+	// before it frees up). It is 0 for a Window.
 	Tier int
 	// Tiers is, for a Layered limiter, the state of every tier after the
 	// call, in the order the tiers were given. It is nil for a Window.

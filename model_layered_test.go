@@ -136,7 +136,8 @@ func (m *modelRun) undoLayered(li int, l *mLay, ly *ratedb.Layered, key string) 
 // hitLayered checks one Layered Hit: allowed only if every tier has room,
 // then counted in every tier; the binding tier is the denying tier that
 // frees up last (first such tier on ties), or when allowed the tier with the
-// least room left (first on ties).
+// least room left (of those with as little, the one that frees up last;
+// first on remaining ties).
 func (m *modelRun) hitLayered(li int, l *mLay, ly *ratedb.Layered, key string, inc int64) error {
 	now := m.tick()
 	if err := m.resolveLayered(li, key, now); err != nil {
@@ -178,6 +179,8 @@ func (m *modelRun) hitLayered(li int, l *mLay, ly *ratedb.Layered, key string, i
 		case bind < 0 && (allowed || !trs[i].Fits):
 			bind = i
 		case allowed && trs[i].Remaining < trs[bind].Remaining:
+			bind = i
+		case allowed && trs[i].Remaining == trs[bind].Remaining && trs[i].ResetAt.After(trs[bind].ResetAt):
 			bind = i
 		case !allowed && !trs[i].Fits && trs[i].ResetAt.After(trs[bind].ResetAt):
 			bind = i

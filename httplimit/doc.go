@@ -36,9 +36,9 @@
 //     "1;w=60, 10;w=3600" for a layered limiter, in tier order.
 //
 // For a layered limiter the window that binds is the denying tier that
-// frees up last, or when allowed the tier with the least room left (see
-// ratedb.Result.Tier), and of several tiers the request left with no room
-// the one that frees up last, since nothing fits before it does.
+// frees up last, or when allowed the tier with the least room left and, of
+// several with as little (a request that filled two tiers), the one that
+// frees up last, since nothing fits before it does (ratedb.Result.Tier).
 // Options.LegacyHeaders adds X-RateLimit-Limit, X-RateLimit-Remaining and
 // X-RateLimit-Reset, the last one as a Unix time in seconds. A denied request gets status 429 (Options.OnLimited) and
 // Retry-After: the seconds until the binding window ends, rounded up and at

@@ -10,16 +10,15 @@ import (
 
 // setHeaders sets the rate-limit headers of res, decided at now, on h.
 func setHeaders(h http.Header, res *ratedb.Result, now time.Time, legacy bool) {
-	b := binding(res)
-	limit := formatInt(b.Limit)
-	remaining := formatInt(b.Remaining)
+	limit := formatInt(res.Limit)
+	remaining := formatInt(res.Remaining)
 	h.Set("RateLimit-Limit", limit)
 	h.Set("RateLimit-Remaining", remaining)
-	reset := resetSeconds(b.ResetAt, now)
-	if b.Scale > 0 {
+	reset := resetSeconds(res.ResetAt, now)
+	if res.Scale > 0 {
 		// A window never ends more than one scale after the decision: a
 		// clock behind the limiter's must not announce a longer wait.
-		reset = min(reset, max(1, ceilSeconds(b.Scale)))
+		reset = min(reset, max(1, ceilSeconds(res.Scale)))
 	}
 	if !res.Allowed && res.RetryAfter > 0 {
 		// The limiter's own measure, so that RateLimit-Reset and
@@ -33,29 +32,8 @@ func setHeaders(h http.Header, res *ratedb.Result, now time.Time, legacy bool) {
 	if legacy {
 		h.Set("X-RateLimit-Limit", limit)
 		h.Set("X-RateLimit-Remaining", remaining)
-		h.Set("X-RateLimit-Reset", formatInt(unixCeil(b.ResetAt)))
+		h.Set("X-RateLimit-Reset", formatInt(unixCeil(res.ResetAt)))
 	}
-}
-
-// binding returns the window the headers describe: res's own figures (for
-// a layered limiter those of res.Tier), except when an allowed hit left
-// several tiers with no room: res.Tier is then the first of them, and the
-// headers describe the one that frees up last, since no request fits
-// before it does (the tier a denial would report). With login tiers of 1
-// per minute and 3 per 15 minutes, the third login of a quarter leaves
-// both full: "Remaining: 0, Reset: 60" would send the client back in a
-// minute, to be denied for the rest of the quarter.
-func binding(res *ratedb.Result) ratedb.TierResult {
-	b := ratedb.TierResult{Scale: res.Scale, Limit: res.Limit, Remaining: res.Remaining, ResetAt: res.ResetAt}
-	if !res.Allowed || b.Remaining > 0 {
-		return b
-	}
-	for _, t := range res.Tiers {
-		if t.Remaining == 0 && t.ResetAt.After(b.ResetAt) {
-			b = t
-		}
-	}
-	return b
 }
 
 // resetSeconds is the RateLimit-Reset value: the whole seconds from now

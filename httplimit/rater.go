@@ -15,10 +15,9 @@ import (
 //
 // The middleware builds the RateLimit headers from the Result alone: Limit,
 // Remaining, ResetAt and RetryAfter, and for the policy Tiers when it is not
-// nil, else Limit and Scale. An allowed Result whose Remaining is 0 is
-// described by the tier in Tiers with no room left whose ResetAt is
-// latest. Implementations must be safe for concurrent use, and their errors
-// should not contain the key: they are passed to Options.OnError.
+// nil, else Limit and Scale. Implementations must be safe for concurrent
+// use, and their errors should not contain the key: they are passed to
+// Options.OnError.
 type Rater interface {
 	Hit(ctx context.Context, key string, cost int64) (ratedb.Result, error)
 }

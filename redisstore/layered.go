@@ -65,7 +65,8 @@ func (l *Layered) Algorithm() ratedb.Algorithm { return l.sp.alg }
 // Scale are those of Result.Tier, the tier that bound the decision: on a
 // denial, the denying tier that frees up last (RetryAfter is the time until
 // every denying tier has started a new window); when allowed, the tier with
-// the least room left.
+// the least room left and, of tiers with as little, the one that frees up
+// last (see ratedb.LayeredResult).
 func (l *Layered) Hit(ctx context.Context, key string, increment int64) (ratedb.Result, error) {
 	if err := limits.CheckCall(ctx, key); err != nil {
 		return ratedb.Result{}, err

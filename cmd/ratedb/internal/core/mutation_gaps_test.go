@@ -106,17 +106,21 @@ func TestGapPeekTrustsTheStoresWindow(t *testing.T) {
 	assert.Zero(t, r.RetryAfter, "over by the core's clock")
 }
 
-// A layered peek binds the first of tiers with equal room, as
-// ratedb.Layered.Hit does.
+// A layered peek binds, of tiers with equal room, the one that frees up
+// last, as ratedb.Layered.Hit does, whichever order the tiers are given in.
 func TestGapLayeredPeekBindingTie(t *testing.T) {
 	c, _, _ := newCore(t, core.Options{})
-	l := &core.Limit{Name: "l", Algorithm: ratedb.FixedWindow, Layered: true,
-		Tiers: []ratedb.Tier{{Scale: time.Minute, Limit: 10}, {Scale: time.Hour, Limit: 10}}}
-	d, err := c.Decide(context.Background(), core.Check{Limit: l, Key: "k", Cost: 0})
-	require.NoError(t, err)
-	r := d.Results[0]
-	assert.Equal(t, 0, r.Tier)
-	assert.Equal(t, time.Minute, r.Scale)
+	for _, tiers := range [][]ratedb.Tier{
+		{{Scale: time.Minute, Limit: 10}, {Scale: time.Hour, Limit: 10}},
+		{{Scale: time.Hour, Limit: 10}, {Scale: time.Minute, Limit: 10}},
+	} {
+		l := &core.Limit{Name: "l", Algorithm: ratedb.FixedWindow, Layered: true, Tiers: tiers}
+		d, err := c.Decide(context.Background(), core.Check{Limit: l, Key: "k", Cost: 0})
+		require.NoError(t, err)
+		r := d.Results[0]
+		assert.Equal(t, time.Hour, r.Scale)
+		assert.Equal(t, time.Hour, tiers[r.Tier].Scale)
+	}
 }
 
 // Boundary spikes at the edges of their definition: a window exhausted

@@ -140,13 +140,15 @@ func nextEnd(alg ratedb.Algorithm, scale time.Duration, now time.Time) time.Time
 }
 
 // bindingTier is the tier that binds a layered decision, as ratedb.Layered
-// defines it: on a denial the denying tier that frees up last, otherwise the
-// tier with the least room left.
+// defines it (see ratedb.LayeredResult): on a denial the denying tier that
+// frees up last, otherwise the tier with the least room left and, of tiers
+// with as little, the one that frees up last.
 func bindingTier(trs []ratedb.TierResult, allowed bool) int {
 	bind := 0
 	for i := range trs {
 		if allowed {
-			if trs[i].Remaining < trs[bind].Remaining {
+			if trs[i].Remaining < trs[bind].Remaining ||
+				trs[i].Remaining == trs[bind].Remaining && trs[i].ResetAt.After(trs[bind].ResetAt) {
 				bind = i
 			}
 		} else if !trs[i].Fits && (trs[bind].Fits || trs[i].ResetAt.After(trs[bind].ResetAt)) {
