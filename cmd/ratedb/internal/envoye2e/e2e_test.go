@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -238,13 +239,40 @@ func TestReload(t *testing.T) {
 }
 
 // TestBadConfigRefusesToStart: an invalid --envoy-config at start is an
-// error, not an empty config.
+// error, not an empty config. It is read before the state is opened, as
+// the keys, rules and TLS files are: the refused start creates no state
+// file and imports no --rules file into one (with --redis, into the rules
+// every instance shares), and prints no development key.
 func TestBadConfigRefusesToStart(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "a.yaml"), "domain: a\ndescriptors:\n  - key: k\n    ratelimit: {}\n")
-	out, err := execServe(t, "--db", filepath.Join(t.TempDir(), "s.db"), "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--envoy-config", dir)
-	require.Error(t, err)
+	state := t.TempDir()
+	db := filepath.Join(state, "s.db")
+	rulesFile := filepath.Join(t.TempDir(), "rules.yaml")
+	require.NoError(t, os.WriteFile(rulesFile, []byte("rules:\n  - {name: r, client_id: \"*\", route: \"*\", limit: 1, window: 1m}\n"), 0o600))
+	out, err := execServe(t, "--db", db, "--rules", rulesFile, "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--envoy-config", dir)
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, out)
+	assert.Equal(t, 1, ee.ExitCode(), out)
+	assert.Contains(t, out, `--envoy-config: `)
 	assert.Contains(t, out, `unknown key "ratelimit"`)
+	assert.NotContains(t, out, "imported rules")
+	assert.NotContains(t, out, "listening")
+	left, err := os.ReadDir(state)
+	require.NoError(t, err)
+	assert.Empty(t, left, "the refused start created no state file and no rules file")
+
+	// Without a key, the development key is not generated for a start
+	// that is refused.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := execCommand(ctx, "serve", "--db", db, "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--envoy-config", dir)
+	b, err := cmd.CombinedOutput()
+	require.ErrorAs(t, err, &ee, string(b))
+	assert.NotContains(t, string(b), "X-API-Key")
+	assert.Contains(t, string(b), `unknown key "ratelimit"`)
+	_, err = os.Stat(db)
+	assert.True(t, os.IsNotExist(err), "no state file created")
 }
 
 // TestMergeDomainsFlag: --envoy-config-merge-domains loads a domain

@@ -119,27 +119,53 @@ func (e *EnvoyConfig) loadTLS() (*tls.Config, error) {
 	return conf, nil
 }
 
-// startEnvoy starts the gRPC server when --grpc is set, with the TLS
-// configuration tlsConf (nil: plaintext) from loadTLS; it returns nil
-// otherwise. The config at e.Config (if any) must load, or it fails; its
-// loads are recorded in m.
-func startEnvoy(e EnvoyConfig, tlsConf *tls.Config, cr *core.Core, m *metrics.Metrics, log *slog.Logger) (*envoyService, error) {
+// envoyLoad is --envoy-config as read at start, by loadConfig.
+type envoyLoad struct {
+	// w read cfg: it compares each poll's files with the version its last
+	// Load read, so a change made during or after this load is polled.
+	w   *envoyconf.Watcher
+	cfg *envoyconf.Config // nil without --envoy-config
+	at  time.Time         // when cfg was loaded
+}
+
+// loadConfig reads --envoy-config, if given with --grpc, naming the flag in
+// an error. Run calls it before the state is opened, as it reads the keys,
+// rules and TLS files, so that a config that cannot be loaded ends the
+// start before anything was created, imported or printed.
+func (e *EnvoyConfig) loadConfig() (*envoyLoad, error) {
 	if e.GRPC == "" {
 		return nil, nil
 	}
-	var cfg *envoyconf.Config
-	lo := envoyconf.LoadOptions{IgnoreDotFiles: e.IgnoreDotFiles, MergeDomains: e.MergeDomains}
-	// The watcher compares each poll's files with the version its last
-	// Load read, so a change made during or after this load is polled.
-	w := envoyconf.NewWatcher(e.Config, lo)
-	var loads *metrics.EnvoyConfigLoads
+	l := &envoyLoad{w: envoyconf.NewWatcher(e.Config, e.loadOptions())}
 	if e.Config != "" {
 		var err error
-		if cfg, err = w.Load(); err != nil {
+		if l.cfg, err = l.w.Load(); err != nil {
 			return nil, fmt.Errorf("--envoy-config: %w", err)
 		}
+		l.at = time.Now()
+	}
+	return l, nil
+}
+
+// loadOptions are the flags that say how --envoy-config is read.
+func (e *EnvoyConfig) loadOptions() envoyconf.LoadOptions {
+	return envoyconf.LoadOptions{IgnoreDotFiles: e.IgnoreDotFiles, MergeDomains: e.MergeDomains}
+}
+
+// startEnvoy starts the gRPC server when --grpc is set, with the TLS
+// configuration tlsConf (nil: plaintext) from loadTLS and the config l
+// from loadConfig; it returns nil otherwise. The config's loads, the one
+// at start included, are recorded in m.
+func startEnvoy(e EnvoyConfig, tlsConf *tls.Config, l *envoyLoad, cr *core.Core, m *metrics.Metrics, log *slog.Logger) (*envoyService, error) {
+	if e.GRPC == "" {
+		return nil, nil
+	}
+	lo := e.loadOptions()
+	w, cfg := l.w, l.cfg
+	var loads *metrics.EnvoyConfigLoads
+	if e.Config != "" {
 		loads = m.EnvoyConfig()
-		loads.Loaded(time.Now())
+		loads.Loaded(l.at)
 		log.Info("envoy config: loaded", "path", e.Config, "files", len(cfg.Files()), "rules", len(cfg.Rules()))
 	} else {
 		log.Warn("--grpc without --envoy-config: no domain is configured, so every descriptor answers OK with no limit")

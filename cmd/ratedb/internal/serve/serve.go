@@ -59,8 +59,13 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	}
 
 	// Read before the state is opened, as the keys and rules files are: a
-	// file that cannot be used ends the start before anything else.
+	// file or config that cannot be used ends the start before anything
+	// else.
 	tlsConf, err := c.Envoy.loadTLS()
+	if err != nil {
+		return err
+	}
+	envoyConf, err := c.Envoy.loadConfig()
 	if err != nil {
 		return err
 	}
@@ -106,7 +111,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	if err != nil {
 		return errors.Join(fmt.Errorf("--http: %w", err), closeDB())
 	}
-	envoy, err := startEnvoy(c.Envoy, tlsConf, cr, m, log)
+	envoy, err := startEnvoy(c.Envoy, tlsConf, envoyConf, cr, m, log)
 	if err != nil {
 		_ = ln.Close() // never served: nothing to report
 		return errors.Join(err, closeDB())
