@@ -182,7 +182,8 @@ func WriteText(w io.Writer, ws []Window, s Summary) error {
 	return err
 }
 
-// WriteJSON writes {"windows":[...],"summary":{...}}.
+// WriteJSON writes {"summary":{...},"windows":[...]}, indented (encoding/json
+// writes a map's members in the order of their names).
 func WriteJSON(w io.Writer, ws []Window, s Summary) error {
 	if ws == nil {
 		ws = []Window{}
