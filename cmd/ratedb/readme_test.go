@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/http"
@@ -11,10 +12,15 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // flagEntries parses flag.PrintDefaults output: each entry is its
@@ -383,4 +389,70 @@ func TestReadmeServiceExamplesWork(t *testing.T) {
 	require.Len(t, lines, 2, out)
 	assert.True(t, strings.HasPrefix(lines[0], inspect[1]+"/api/v1/order\tfixed\tscale=1m0s\tcount=1\t"), out)
 	assert.Contains(t, lines[1], "1 listed", out)
+}
+
+var grpcAddrRE = regexp.MustCompile(`msg="listening \(gRPC, Envoy rate limit service\)" addr=(\S+)`)
+
+// TestReadmeEnvoyExampleWorks runs the example of "Use with Envoy" as a
+// new user would, against the built binary: its config file written where
+// its file name comment says, in the directory the serve command gives
+// --envoy-config, one ShouldRateLimit call from go-control-plane's client
+// answered as the README says, and the README's inspect commands for the
+// Envoy domain listing that window once the service has stopped.
+func TestReadmeEnvoyExampleWorks(t *testing.T) {
+	t.Parallel()
+	section := readmeSection(t, "## Use with Envoy")
+	var config string
+	for _, b := range readmeBlocks(t, section, "yaml") {
+		if strings.HasPrefix(b, "# ratelimit-config/") {
+			config = b
+		}
+	}
+	require.NotEmpty(t, config, "the README's example config, a yaml block starting with its file name")
+	name := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(config, "\n", 2)[0], "# "))
+	serveCmd := regexp.MustCompile(`ratedb serve [^\n]*--envoy-config \./(\S+)/`).FindStringSubmatch(section)
+	require.NotNil(t, serveCmd, "the README's serve command with --envoy-config")
+	require.Equal(t, serveCmd[1], filepath.Dir(name), "the config file is in the directory the serve command loads")
+
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(config), 0o600))
+	db := filepath.Join(t.TempDir(), "ratedb.db")
+	s := start(t, db, "--grpc", "127.0.0.1:0", "--envoy-config", filepath.Join(dir, serveCmd[1])+"/")
+	m := grpcAddrRE.FindStringSubmatch(s.stderr.String())
+	require.NotNil(t, m, "the gRPC address in the log:\n%s", s.stderr)
+	conn, err := grpc.NewClient(m[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+
+	text := strings.Join(strings.Fields(section), " ")
+	call := regexp.MustCompile("A `ShouldRateLimit` call for domain `([^`]+)` with the descriptor `([^`]+)` = `([^`]+)` then answers OK with `limit_remaining` (\\d+)").FindStringSubmatch(text)
+	require.NotNil(t, call, "the README's example call")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := rlsv3.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{
+		Domain: call[1],
+		Descriptors: []*ratelimitv3.RateLimitDescriptor{{
+			Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: call[2], Value: call[3]}},
+		}},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, rlsv3.RateLimitResponse_OK, resp.GetOverallCode())
+	require.Len(t, resp.GetStatuses(), 1)
+	assert.Equal(t, call[4], fmt.Sprint(resp.GetStatuses()[0].GetLimitRemaining()), "limit_remaining")
+	assert.NotNil(t, resp.GetStatuses()[0].GetCurrentLimit(), "a limit applied")
+	require.Equal(t, 0, s.stop(syscall.SIGTERM), s.stderr.String())
+
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	inspects := regexp.MustCompile("`ratedb inspect (--envoy-domain [^`]*) ratedb\\.db`").FindAllStringSubmatch(strings.Join(strings.Fields(string(readme)), " "), -1)
+	require.NotEmpty(t, inspects, "the README's inspect commands for an Envoy domain")
+	for _, cmd := range inspects {
+		out, stderr, code := runTool(t, append(append([]string{"inspect"}, strings.Fields(cmd[1])...), db)...)
+		require.Equal(t, 0, code, stderr)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		require.Len(t, lines, 2, "ratedb inspect %s: one window and the summary:\n%s", cmd[1], out)
+		assert.Contains(t, lines[0], "\tcount=1\t", out)
+		assert.Contains(t, lines[1], "1 listed", out)
+	}
 }
