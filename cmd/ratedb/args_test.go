@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,6 +50,35 @@ func TestBadFlagValueHidesAPassword(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stderr, "usage: ratedb serve")
 	assert.Equal(t, 1, strings.Count(stderr, "usage: ratedb serve"), "the usage once")
+}
+
+// A value that parses but is refused later (a file that cannot be used,
+// an address that cannot be bound) is named in the error that ends the
+// start, but never one holding '@': a Redis URL with its password given to
+// --db, --rules or --http instead of --redis lands there, cleaned or quoted.
+func TestRefusedValueHidesAPassword(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tc := range []struct {
+		flag string
+		args []string
+	}{
+		{"opening", []string{"--db", missing + "/redis://:s3cret@10.0.0.1:6379/0"}},
+		{"--http", []string{"--db", filepath.Join(t.TempDir(), "s.db"), "--http", "user:s3cret@10.0.0.1:6379"}},
+		{"--rules", []string{"--db", filepath.Join(t.TempDir(), "s.db"), "--rules", "redis://:s3cret@10.0.0.1:6379/0"}},
+		{"--api-keys-file", []string{"--db", filepath.Join(t.TempDir(), "s.db"), "--api-keys-file=redis://u:s3cret@h:6379"}},
+		{"--envoy-config", []string{"--db", filepath.Join(t.TempDir(), "s.db"), "--grpc", "127.0.0.1:0", "--envoy-config", "redis://:s3cret@h/0"}},
+	} {
+		args := append([]string{"serve", "--http", "127.0.0.1:0"}, tc.args...)
+		_, stderr, code := runToolWithin(t, 30*time.Second, args...)
+		assert.Equal(t, 1, code, "%v: %s", args, stderr)
+		assert.Contains(t, stderr, "ratedb serve: "+tc.flag, "%v: the error names the flag", args)
+		assert.Contains(t, stderr, "(a value not shown: it holds '@', as a password in a URL would)", "%v", args)
+		assert.NotContains(t, stderr, "s3cret", "%v", args)
+	}
+	_, stderr, code := runTool(t, "serve", "--http", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "s.db"), "--rules", missing+".yaml")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, missing+".yaml", "a value without '@' is still named")
 }
 
 // flag names the whole argument, unquoted, in some errors ("bad flag

@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -102,10 +103,39 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		return 2
 	case err != nil:
-		fmt.Fprintf(stderr, "ratedb %s: %v\n", args[0], err)
+		msg := err.Error()
+		if args[0] == "serve" {
+			msg = withoutAtWords(msg, args[1:])
+		}
+		fmt.Fprintf(stderr, "ratedb %s: %s\n", args[0], msg)
 		return 1
 	}
 	return 0
+}
+
+// atWord is a word of an error message that holds '@'.
+var atWord = regexp.MustCompile(`[^\s]*@[^\s]*`)
+
+// withoutAtWords returns msg, the error that ended `ratedb serve args`,
+// with every word holding '@' replaced when an argument holds '@': a value
+// refused after parsing comes back in its error, a Redis URL with its
+// password given to the wrong flag ("--db redis://u:pw@h", "--http u:pw@h")
+// included, and not always as it was given (a path cleaned, an address
+// quoted), so the words are replaced rather than the value. serve's stderr
+// is the service's log.
+func withoutAtWords(msg string, args []string) string {
+	for _, a := range args {
+		if strings.Contains(a, "@") {
+			return atWord.ReplaceAllStringFunc(msg, func(w string) string {
+				// The ':' that ends a wrapped error's value stays.
+				if strings.HasSuffix(w, ":") {
+					return "(a value not shown: it holds '@', as a password in a URL would):"
+				}
+				return "(a value not shown: it holds '@', as a password in a URL would)"
+			})
+		}
+	}
+	return msg
 }
 
 var errUsage = errors.New("usage")
