@@ -98,6 +98,14 @@ func TestRedisDown(t *testing.T) {
 	assert.Equal(t, "true", h.Get("X-Ratedb-Fail-Open"))
 	_, _, metrics := open.do("GET", "/metrics", "", "")
 	assert.Contains(t, metrics, `ratedb_store_errors_total{rule="default"} 1`)
+	// Failing open is logged, with the store's error, never the client.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(open.stderr.String(), "check failed open: the store failed") {
+		require.True(t, time.Now().Before(deadline), "failing open was not logged:\n%s", open.stderr)
+		time.Sleep(10 * time.Millisecond) // polling another process's log
+	}
+	assert.Contains(t, open.stderr.String(), "unavailable")
+	assert.NotContains(t, open.stderr.String(), `client_id`)
 }
 
 func TestRedisBadURL(t *testing.T) {

@@ -96,6 +96,9 @@ type Decision struct {
 	// FailedOpen reports that the store failed and Options.FailOpen allowed
 	// the set without deciding it.
 	FailedOpen bool
+	// StoreErr is, when FailedOpen, the store's error (it wraps
+	// ratedb.ErrUnavailable and holds no key), for the caller's log.
+	StoreErr error
 }
 
 // Observer receives what the core decides, for metrics. Its methods are
@@ -179,7 +182,7 @@ func (c *Core) Decide(ctx context.Context, checks ...Check) (Decision, error) {
 			obs.Decided(time.Since(start))
 		}
 		if c.opts.FailOpen && errors.Is(err, ratedb.ErrUnavailable) {
-			return Decision{Allowed: true, FailedOpen: true}, nil
+			return Decision{Allowed: true, FailedOpen: true, StoreErr: err}, nil
 		}
 		return Decision{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -46,6 +47,11 @@ func TestStoreDownIsUnavailable(t *testing.T) {
 	resp, err := cOpen.ShouldRateLimit(ctx, req)
 	require.NoError(t, err)
 	assert.Equal(t, rlsv3.RateLimitResponse_OK, resp.GetOverallCode(), "--fail-open allows")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(open.logs.String(), "store failed; failing open") {
+		require.True(t, time.Now().Before(deadline), "failing open was not logged:\n%s", open.logs)
+		time.Sleep(10 * time.Millisecond) // polling another process's log
+	}
 }
 
 // TestRedisSetsAcrossInstancesAreAllOrNothing: two instances on one Redis

@@ -285,6 +285,15 @@ type decided struct {
 	failedOpen bool
 }
 
+// failedOpen logs that the store failed with err and a check was allowed
+// without a decision (--fail-open): one line a second, shared with the
+// "store failed" lines.
+func (s *Server) failedOpen(err error) {
+	if ok, held := s.storeLog.Allow(); ok {
+		s.opts.Logger.Warn("envoy rate limit: store failed; failing open", "err", err, "similar_lines_held_back", held)
+	}
+}
+
 // decide runs the checks through the core, together or, when independent,
 // one by one. When
 // the core fails open for a set, every check of it failed open; deciding
@@ -296,6 +305,9 @@ func (s *Server) decide(ctx context.Context, checks []core.Check, independent bo
 		d, err := s.core.Decide(ctx, checks...)
 		if err != nil {
 			return nil, err
+		}
+		if d.FailedOpen {
+			s.failedOpen(d.StoreErr)
 		}
 		for j := range out {
 			if d.FailedOpen {
@@ -312,6 +324,7 @@ func (s *Server) decide(ctx context.Context, checks []core.Check, independent bo
 			return nil, err
 		}
 		if d.FailedOpen {
+			s.failedOpen(d.StoreErr)
 			out[j].failedOpen = true
 		} else {
 			out[j].CheckResult = d.Results[0]

@@ -192,6 +192,12 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, r, err)
 		return
 	}
+	if d.FailedOpen {
+		// As storeFailed logs, one line a second.
+		if ok, held := s.storeLog.Allow(); ok {
+			s.opts.Logger.Warn("check failed open: the store failed; allowed without a decision", "err", d.StoreErr, "similar_lines_held_back", held)
+		}
+	}
 	if s.opts.LogKeys {
 		s.opts.Logger.Debug("check", "client_id", client, "route", route, "rule", rule.Name, "allowed", d.Allowed)
 	}
