@@ -159,5 +159,6 @@ func TestToolArguments(t *testing.T) {
 	b, err := cmd.CombinedOutput()
 	require.Error(t, err, "an empty file is no ratedb file")
 	assert.Contains(t, string(b), "zero-byte file", "compact opened the file")
+	assert.Contains(t, string(b), "-state.db: ", "the error names the file")
 	assert.NotContains(t, string(b), "usage:")
 }

@@ -79,7 +79,8 @@ func Compact(path string) (CompactResult, error) {
 		return res, fmt.Errorf("%s: %w", path, ErrInUse)
 	}
 	if err != nil {
-		return res, err
+		// ratedb's errors never name the file; the operator's message must.
+		return res, fmt.Errorf("%s: %w", path, err)
 	}
 	res.Cleaned, err = db.Clean()
 	if cerr := db.Close(); err == nil {
