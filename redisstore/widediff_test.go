@@ -31,7 +31,7 @@ func TestSameAnswersOverWideRanges(t *testing.T) {
 	}
 	algs := []ratedb.Algorithm{ratedb.FixedWindow, ratedb.PerKeyWindow, ratedb.StaggeredWindow}
 	pool := []time.Duration{time.Millisecond, 2 * time.Millisecond, 7 * time.Millisecond, 999 * time.Millisecond,
-		time.Second, 61 * time.Second, time.Hour, 24 * time.Hour, 10000 * 24 * time.Hour,
+		time.Second, 61 * time.Second, time.Hour, 24 * time.Hour, 366 * 24 * time.Hour, 10000 * 24 * time.Hour,
 		time.Duration(math.MaxInt64/int64(time.Millisecond)) * time.Millisecond}
 	keys := []string{"a", "}", "{x}", `\)`, `\}`, "\x00", "{", "}{", strings.Repeat("k", 4096), "\xff\xfe"}
 	starts := []int64{0, 5, 1_767_225_600_000, 99_999_999_999_000, 253_402_300_700_000}
@@ -90,7 +90,7 @@ func TestSameAnswersOverWideRanges(t *testing.T) {
 		require.NoError(t, err)
 		lastE, lastR := map[string]ratedb.Result{}, map[string]ratedb.Result{}
 		bigInc := []int64{1, 2, 3, 1 << 40, redisstore.MaxCount, redisstore.MaxCount + 1, math.MaxInt64}
-		bigLim := []int64{0, 1, 2, 5, 1 << 41, redisstore.MaxCount - 1, redisstore.MaxCount}
+		bigLim := []int64{0, 1, 2, 5, 1 << 40, 1 << 41, redisstore.MaxCount - 1, redisstore.MaxCount}
 
 		var off, maxOff time.Duration
 		for step := range 250 {
