@@ -13,7 +13,10 @@ const (
 	// FixedWindow aligns every key's windows to multiples of the scale since
 	// the Unix epoch: windows are [k*scale, (k+1)*scale) in Unix
 	// milliseconds, so with a one-minute scale every key's window resets at
-	// the top of each minute.
+	// the top of each minute. The epoch is in UTC, whatever the clock's
+	// time zone: a day's window ends at 00:00 UTC, a week's on Thursdays
+	// (1970-01-01 was one), and a scale that does not divide an hour
+	// restarts on its multiples since 1970, not on the hour.
 	FixedWindow Algorithm = iota + 1
 
 	// PerKeyWindow starts a key's window at its first allowed hit and runs it

@@ -51,6 +51,7 @@ type Backend struct {
 // Run runs the whole suite against b.
 func Run(t *testing.T, b Backend) {
 	t.Run("Algorithms", func(t *testing.T) { testAlgorithms(t, b) })
+	t.Run("Calendar", func(t *testing.T) { testCalendar(t, b) })
 	t.Run("Staggered", func(t *testing.T) { testStaggered(t, b) })
 	t.Run("Separation", func(t *testing.T) { testSeparation(t, b) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, b) })
