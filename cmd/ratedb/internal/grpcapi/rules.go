@@ -1,6 +1,7 @@
 package grpcapi
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -76,7 +77,7 @@ const maxOverrides = 4096
 // window length it is asked for until it closes (about 170 bytes each in
 // the embedded DB), so a client giving each descriptor a new
 // unit_multiplier would grow the process without end. An override that
-// needs a length past these is refused (overrides.get).
+// needs a length past these is refused (overrides.getAll).
 const maxOverrideWindows = 1024
 
 type overrideKey struct {
@@ -93,38 +94,63 @@ type overrides struct {
 	windows map[time.Duration]bool // of multipliers above 1
 }
 
-// get returns the rule of an override of requests per mult units
-// (unit.Duration()*mult must not overflow), or false if its window is
-// longer than its unit and maxOverrideWindows other such lengths are in
-// use.
-func (o *overrides) get(requests uint32, unit envoyconf.Unit, mult uint32, quota bool) (*rule, bool) {
-	k := overrideKey{requests, unit, mult}
+// getAll sets rules[i] to the rule of the override ks[i] (requests per
+// mult units; unit.Duration()*mult must not overflow) for every ks[i] that
+// is not the zero overrideKey. It returns false, and the first i whose
+// override does not fit, changing nothing, if the window lengths longer
+// than their unit that ks need would be more than maxOverrideWindows
+// together with those in use: a request takes all its lengths or none.
+func (o *overrides) getAll(ks []overrideKey, rules []*rule, quota bool) (int, bool) {
+	missing := false
 	o.mu.RLock()
-	r := o.rules[k]
+	for i, k := range ks {
+		if k != (overrideKey{}) {
+			rules[i] = o.rules[k]
+			missing = missing || rules[i] == nil
+		}
+	}
 	o.mu.RUnlock()
-	if r != nil {
-		return r, true
+	if !missing {
+		return 0, true
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if prev := o.rules[k]; prev != nil {
-		return prev, true
-	}
-	if scale := unit.Duration() * time.Duration(mult); mult > 1 && !o.windows[scale] {
-		if len(o.windows) >= maxOverrideWindows {
-			return nil, false
+	var added []time.Duration // the new lengths, to take back on failure
+	for i, k := range ks {
+		if k == (overrideKey{}) || rules[i] != nil {
+			continue
 		}
-		if o.windows == nil {
-			o.windows = map[time.Duration]bool{}
+		if prev := o.rules[k]; prev != nil {
+			rules[i] = prev
+			continue
 		}
-		o.windows[scale] = true
+		if j := slices.Index(ks[:i], k); j >= 0 {
+			rules[i] = rules[j] // the same override twice in the request
+			continue
+		}
+		if scale := k.unit.Duration() * time.Duration(k.mult); k.mult > 1 && !o.windows[scale] {
+			if len(o.windows) >= maxOverrideWindows {
+				for _, s := range added {
+					delete(o.windows, s)
+				}
+				return i, false
+			}
+			if o.windows == nil {
+				o.windows = map[time.Duration]bool{}
+			}
+			o.windows[scale] = true
+			added = append(added, scale)
+		}
+		rules[i] = newRule(&envoyconf.Limit{Path: overrideRuleName, RequestsPerUnit: k.requests, Unit: k.unit}, k.mult, quota)
 	}
-	r = newRule(&envoyconf.Limit{Path: overrideRuleName, RequestsPerUnit: requests, Unit: unit}, mult, quota)
+	// Cache the new rules only now that the request has all its lengths.
 	if o.rules == nil {
 		o.rules = map[overrideKey]*rule{}
 	}
-	if len(o.rules) < maxOverrides {
-		o.rules[k] = r
+	for i, k := range ks {
+		if k != (overrideKey{}) && len(o.rules) < maxOverrides && o.rules[k] == nil {
+			o.rules[k] = rules[i]
+		}
 	}
-	return r, true
+	return 0, true
 }

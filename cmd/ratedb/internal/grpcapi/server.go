@@ -144,6 +144,10 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 	var replaced map[string]bool
 	var entries []envoyconf.Entry
 	var shares [][]string
+	// The limit overrides are looked up (which may take one of the window
+	// lengths they share, see maxOverrideWindows) only once the whole
+	// request is known to be valid: a refused request takes none.
+	var ovs []overrideKey
 	for i, d := range descs {
 		if err := validDescriptor(i, d); err != nil {
 			return nil, err
@@ -163,11 +167,13 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 					return nil, fmt.Errorf("%w: descriptor %d: limit override with unit_multiplier %d", ErrInvalidRequest, i, mult)
 				}
 			}
-			r, ok := s.overrides.get(o.GetRequestsPerUnit(), unit, mult, s.opts.QuotaMode)
-			if !ok {
-				return nil, fmt.Errorf("%w: descriptor %d: limit override with unit_multiplier %d: its window length would be one more than the %d that overrides may use", ErrInvalidRequest, i, mult, maxOverrideWindows)
+			if h := d.GetHitsAddend(); h != nil && h.GetValue() > math.MaxInt64 {
+				return nil, fmt.Errorf("%w: descriptor %d: hits_addend too large", ErrInvalidRequest, i)
 			}
-			rules[i] = r
+			if ovs == nil {
+				ovs = make([]overrideKey, len(descs))
+			}
+			ovs[i] = overrideKey{o.GetRequestsPerUnit(), unit, mult}
 			continue
 		}
 		entries = entries[:0]
@@ -194,6 +200,20 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 		}
 	}
 
+	for i, d := range descs {
+		// A descriptor's hits_addend is refused where a limit applies.
+		if r := rules[i]; r != nil && !r.unlimited && (r.name == "" || !replaced[r.name]) {
+			if h := d.GetHitsAddend(); h != nil && h.GetValue() > math.MaxInt64 {
+				return nil, fmt.Errorf("%w: descriptor %d: hits_addend too large", ErrInvalidRequest, i)
+			}
+		}
+	}
+	if ovs != nil {
+		if i, ok := s.overrides.getAll(ovs, rules, s.opts.QuotaMode); !ok {
+			return nil, fmt.Errorf("%w: descriptor %d: limit override with unit_multiplier %d: its window length would be one more than the %d that overrides may use", ErrInvalidRequest, i, ovs[i].mult, maxOverrideWindows)
+		}
+	}
+
 	resp := &rlsv3.RateLimitResponse{
 		OverallCode: rlsv3.RateLimitResponse_OK,
 		Statuses:    make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(descs)),
@@ -214,10 +234,7 @@ func (s *Server) Check(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3
 		default:
 			cost := defaultCost
 			if h := d.GetHitsAddend(); h != nil {
-				if h.GetValue() > math.MaxInt64 {
-					return nil, fmt.Errorf("%w: descriptor %d: hits_addend too large", ErrInvalidRequest, i)
-				}
-				cost = int64(h.GetValue())
+				cost = int64(h.GetValue()) // at most math.MaxInt64: checked above
 			}
 			var share []string
 			if shares != nil {

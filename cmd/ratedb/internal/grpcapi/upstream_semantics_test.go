@@ -322,3 +322,49 @@ func TestLimitOverrideWindowLengthsAreBounded(t *testing.T) {
 		assert.NoError(t, call(d), "%d x %v", d.Limit.GetUnitMultiplier().GetValue(), d.Limit.GetUnit())
 	}
 }
+
+// A request refused as malformed takes none of the window lengths that
+// limit overrides may use, whichever descriptor is at fault and wherever it
+// stands: with 1,023 lengths in use, a refused request holding an override
+// of a new length leaves the 1,024th free for the next valid one. So does a
+// request refused because its overrides need more lengths than are left
+// (one new length would fit, two do not).
+func TestRefusedRequestsTakeNoOverrideWindowLength(t *testing.T) {
+	const config = "domain: o\ndescriptors:\n  - {key: k, rate_limit: {unit: minute, requests_per_unit: 9}}\n  - {key: n, rate_limit: {unit: minute, requests_per_unit: 9}}\n"
+	override := func(mult uint32, unit typev3.RateLimitUnit) *ratelimitv3.RateLimitDescriptor {
+		d := desc("k", "v")
+		d.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1 << 20, Unit: unit, UnitMultiplier: wrapperspb.UInt32(mult)}
+		return d
+	}
+	tooMuch := desc("n", "v")
+	tooMuch.HitsAddend = wrapperspb.UInt64(1 << 63)
+	manyEntries := &ratelimitv3.RateLimitDescriptor{}
+	for i := range grpcapi.MaxEntries + 1 {
+		manyEntries.Entries = append(manyEntries.Entries, &ratelimitv3.RateLimitDescriptor_Entry{Key: "e", Value: strings.Repeat("v", i)})
+	}
+	unknownUnit := override(2, typev3.RateLimitUnit_UNKNOWN)
+	for name, bad := range map[string][]*ratelimitv3.RateLimitDescriptor{
+		"hits_addend too large after it":    {override(1025, typev3.RateLimitUnit_SECOND), tooMuch},
+		"too many entries after it":         {override(1025, typev3.RateLimitUnit_SECOND), manyEntries},
+		"an override of unknown unit after": {override(1025, typev3.RateLimitUnit_SECOND), unknownUnit},
+		"two new lengths, one left":         {override(1025, typev3.RateLimitUnit_SECOND), override(1027, typev3.RateLimitUnit_SECOND)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := startConfig(t, config, newClock(time.Date(2026, 11, 23, 10, 0, 30, 0, time.UTC)))
+			call := func(ds ...*ratelimitv3.RateLimitDescriptor) error {
+				_, err := c.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "o", Descriptors: ds})
+				return err
+			}
+			for first := uint32(2); first < 1025; first += 64 { // 2 s to 1024 s: 1,023 lengths
+				var ds []*ratelimitv3.RateLimitDescriptor
+				for m := first; m < first+64 && m < 1025; m++ {
+					ds = append(ds, override(m, typev3.RateLimitUnit_SECOND))
+				}
+				require.NoError(t, call(ds...), "multipliers from %d", first)
+			}
+			err := call(bad...)
+			require.Equal(t, codes.InvalidArgument, status.Code(err), "the malformed request: %v", err)
+			assert.NoError(t, call(override(1026, typev3.RateLimitUnit_SECOND)), "the last length is still free")
+		})
+	}
+}
