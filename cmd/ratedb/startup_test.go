@@ -208,6 +208,17 @@ func TestBadKeysRefusedByName(t *testing.T) {
 	missing := filepath.Join(dir, "missing")
 	good := filepath.Join(dir, "good")
 	require.NoError(t, os.WriteFile(good, []byte("good-file-key\n"), 0o600))
+	// Saved as "Unicode" (UTF-16) by Windows Notepad: every character
+	// followed by a NUL, which no X-API-Key header can carry, so none of
+	// its keys could ever match and every request got 401 without a word.
+	utf16 := filepath.Join(dir, "utf16")
+	u16 := []byte{0xff, 0xfe} // its byte order mark
+	for _, c := range []byte("# ops\nSECRET-utf16-key\n") {
+		u16 = append(u16, c, 0)
+	}
+	require.NoError(t, os.WriteFile(utf16, u16, 0o600))
+	ctl := filepath.Join(dir, "ctl")
+	require.NoError(t, os.WriteFile(ctl, []byte("# keys\ngood-key\n\nSECRET\x7fkey\n"), 0o600))
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -225,6 +236,11 @@ func TestBadKeysRefusedByName(t *testing.T) {
 		{"long key in admin file", nil, []string{"--admin-keys-file", longFile}, "--admin-keys-file: keys: a key of 306 bytes is longer than 256"},
 		{"long client key in env", []string{"RATEDB_API_KEYS=good-key," + long}, nil, "RATEDB_API_KEYS: keys: a key of 306 bytes is longer than 256"},
 		{"long admin key in env", []string{"RATEDB_ADMIN_KEYS=" + long}, nil, "RATEDB_ADMIN_KEYS: keys: a key of 306 bytes is longer than 256"},
+		{"client file in UTF-16", nil, []string{"--api-keys-file", utf16}, "--api-keys-file: keys: line 1 of the file " + utf16 + " holds a control character, which no HTTP header can carry (a file saved as UTF-16 holds NULs: save it as UTF-8)"},
+		{"admin file with a DEL", nil, []string{"--admin-keys-file", ctl}, "--admin-keys-file: keys: line 4 of the file " + ctl + " holds a control character"},
+		// A Kubernetes Secret of one key per line, passed in a variable.
+		{"client keys on lines in env", []string{"RATEDB_API_KEYS=good-key\nSECRET-2\n"}, nil, "RATEDB_API_KEYS: keys: a key in the value holds a control character, which no HTTP header can carry (separate keys with commas, not line breaks)"},
+		{"admin keys on lines in env", []string{"RATEDB_ADMIN_KEYS=good-key\r\nSECRET-2"}, nil, "RATEDB_ADMIN_KEYS: keys: a key in the value holds a control character"},
 		{"client file and variable", []string{"RATEDB_API_KEYS=good-key"}, []string{"--api-keys-file", good}, "--api-keys-file and RATEDB_API_KEYS are both set: the variable would be ignored; unset one"},
 		{"admin file and variable", []string{"RATEDB_ADMIN_KEYS=good-key"}, []string{"--admin-keys-file", good}, "--admin-keys-file and RATEDB_ADMIN_KEYS are both set: the variable would be ignored; unset one"},
 	} {

@@ -44,10 +44,13 @@ type Keys struct {
 
 // Source says where keys come from: a file (one key per line; blank lines
 // and lines starting with '#' are ignored; surrounding spaces trimmed; a
+// key holding a control character other than a tab, which no HTTP header
+// can carry, makes Load return an error naming its line, never the key; a
 // regular file or a symbolic link to one, of at most fileread.MaxSize
 // bytes, or Load returns an error wrapping fileread.ErrNotRegular or
 // fileread.ErrTooLarge) or, when File is "", a comma-separated environment
-// value (empty: no key, as when the variable is unset).
+// value (empty: no key, as when the variable is unset; a key holding a
+// control character other than a tab is refused there too).
 type Source struct {
 	File string
 	Env  string
@@ -90,9 +93,12 @@ func load(s Source) ([][sha256.Size]byte, error) {
 		// A byte order mark (Windows editors write one) is not part of
 		// the first line: kept, it would turn a comment into a key.
 		b = bytes.TrimPrefix(b, []byte("\ufeff"))
-		for _, line := range strings.Split(string(b), "\n") {
+		for i, line := range strings.Split(string(b), "\n") {
 			line = strings.TrimSpace(line)
 			if line != "" && !strings.HasPrefix(line, "#") {
+				if !presentable(line) {
+					return nil, fmt.Errorf("keys: line %d of the file %s holds a control character, which no HTTP header can carry (a file saved as UTF-16 holds NULs: save it as UTF-8)", i+1, s.File)
+				}
 				raw = append(raw, line)
 			}
 		}
@@ -102,6 +108,9 @@ func load(s Source) ([][sha256.Size]byte, error) {
 	} else {
 		for _, k := range strings.Split(s.Env, ",") {
 			if k = strings.TrimSpace(k); k != "" {
+				if !presentable(k) {
+					return nil, errors.New("keys: a key in the value holds a control character, which no HTTP header can carry (separate keys with commas, not line breaks)")
+				}
 				raw = append(raw, k)
 			}
 		}
@@ -118,6 +127,20 @@ func load(s Source) ([][sha256.Size]byte, error) {
 		out = append(out, sha256.Sum256([]byte(k)))
 	}
 	return out, nil
+}
+
+// presentable reports whether an X-API-Key header can carry k: net/http
+// refuses a header value holding a control character other than a tab
+// (RFC 9110, section 5.5), so a key holding one (a NUL of a UTF-16 file, a
+// line break between keys in a variable) could never match, and a service
+// whose keys were all such would answer every request 401 without a word.
+func presentable(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // HasClientKeys reports whether any client key is configured.

@@ -54,3 +54,27 @@ func TestLoadErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, k.HasClientKeys())
 }
+
+// A key holding a control character other than a tab can never be sent in
+// an X-API-Key header (net/http refuses the request): Load refuses it,
+// naming the file's line and never the key. A tab inside a key, a space
+// and non-ASCII bytes can be sent, and load.
+func TestKeysHeadersCannotCarryAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []byte{0x00, '\r', 0x1b, 0x1f, 0x7f} {
+		f := filepath.Join(dir, "bad")
+		require.NoError(t, os.WriteFile(f, []byte("# keys\nok-key\nSECRET"+string(c)+"x\n"), 0o600))
+		_, err := keys.Load(keys.Source{File: f}, keys.Source{})
+		require.Error(t, err, "%#x", c)
+		assert.Contains(t, err.Error(), "line 3 of the file "+f+" holds a control character", "%#x", c)
+		assert.NotContains(t, err.Error(), "SECRET")
+		_, err = keys.Load(keys.Source{}, keys.Source{Env: "ok-key,SECRET" + string(c) + "x"})
+		require.Error(t, err, "%#x", c)
+		assert.NotContains(t, err.Error(), "SECRET")
+	}
+	k, err := keys.Load(keys.Source{Env: "tab\tinside, spa ce"}, keys.Source{Env: "clé\x80"})
+	require.NoError(t, err)
+	assert.Equal(t, keys.Client, k.Role("tab\tinside"))
+	assert.Equal(t, keys.Client, k.Role("spa ce"))
+	assert.Equal(t, keys.Admin, k.Role("clé\x80"))
+}
