@@ -58,6 +58,44 @@ func TestListenAddressConflictsRefusedBeforeServing(t *testing.T) {
 	assert.Equal(t, 0, s.stop(syscall.SIGTERM))
 }
 
+// With no key configured, the development key is printed only once the
+// ports are bound: a start ended by a port that is taken printed a key for
+// a service that never served.
+func TestNoDevKeyWhenAPortIsTaken(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { taken.Close() })
+	addr := taken.Addr().String()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"http taken", []string{"--http", addr}, "--http: listen tcp " + addr},
+		{"grpc taken", []string{"--http", "127.0.0.1:0", "--grpc", addr}, "--grpc: listen tcp " + addr},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "s.db")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a refusal takes milliseconds
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary(t), append([]string{"serve", "--db", db}, tc.args...)...)
+			cmd.Env = append(os.Environ(), "RATEDB_API_KEYS=", "RATEDB_ADMIN_KEYS=")
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, ctx.Err(), "ratedb serve did not exit:\n%s", out)
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "%s", out)
+			assert.Equal(t, 1, ee.ExitCode(), "%s", out)
+			assert.Contains(t, string(out), tc.want)
+			assert.NotContains(t, string(out), "X-API-Key", "no development key printed")
+		})
+	}
+	// The same start with free ports prints it.
+	s := startNoKeys(t, filepath.Join(t.TempDir(), "s.db"), "--grpc", "127.0.0.1:0")
+	assert.Equal(t, 0, s.stop(syscall.SIGTERM))
+	assert.Contains(t, s.stderr.String(), "X-API-Key: dev-")
+}
+
 // An empty --http is refused: net.Listen takes "" as ":0", and the service
 // listened on every interface, on a random port (an unset variable in a
 // unit file's "--http $ADDR" does that). An empty --redis or --grpc, given,

@@ -88,19 +88,6 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 		}
 		log.Info("imported rules", "file", c.Rules, "rules", len(fileRules))
 	}
-	switch {
-	case k.HasClientKeys():
-	case k.HasAdminKeys():
-		// Keys were configured: a random key nobody asked for must not
-		// open the check API. Admin keys may check.
-		log.Warn("no client API key configured (--api-keys-file or RATEDB_API_KEYS): only admin keys may call the check API")
-	default:
-		dev := keys.Generate()
-		k = k.AddClient(dev)
-		fmt.Fprintf(stderr, "ratedb: no API key configured (--api-keys-file, --admin-keys-file, RATEDB_API_KEYS, RATEDB_ADMIN_KEYS); "+
-			"generated a client key for development only, valid until this process exits:\n\n    X-API-Key: %s\n\n", dev)
-	}
-
 	m := metrics.New(st.collectors...)
 	cr := core.New(st.store, core.Options{Observer: m, FailOpen: c.FailOpen})
 	// The HTTP port is bound before the gRPC server starts: an --http that
@@ -116,6 +103,21 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 		_ = ln.Close() // never served: nothing to report
 		return errors.Join(err, closeDB())
 	}
+	// Only once the ports are bound: a start that fails there printed a key
+	// that never served.
+	switch {
+	case k.HasClientKeys():
+	case k.HasAdminKeys():
+		// Keys were configured: a random key nobody asked for must not
+		// open the check API. Admin keys may check.
+		log.Warn("no client API key configured (--api-keys-file or RATEDB_API_KEYS): only admin keys may call the check API")
+	default:
+		dev := keys.Generate()
+		k = k.AddClient(dev)
+		fmt.Fprintf(stderr, "ratedb: no API key configured (--api-keys-file, --admin-keys-file, RATEDB_API_KEYS, RATEDB_ADMIN_KEYS); "+
+			"generated a client key for development only, valid until this process exits:\n\n    X-API-Key: %s\n\n", dev)
+	}
+
 	h := httpapi.New(httpapi.Options{
 		Core: cr, Rules: rm, Keys: k, Metrics: m.Handler(), DenyStatus: c.DenyStatus,
 		LogKeys: c.LogKeys, Logger: log, Ready: st.ready, EnvoyRules: envoy.Rules,
