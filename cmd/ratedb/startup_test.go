@@ -279,6 +279,13 @@ func TestBadKeysRefusedByName(t *testing.T) {
 		// A Kubernetes Secret of one key per line, passed in a variable.
 		{"client keys on lines in env", []string{"RATEDB_API_KEYS=good-key\nSECRET-2\n"}, nil, "RATEDB_API_KEYS: keys: a key in the value holds a control character, which no HTTP header can carry (separate keys with commas, not line breaks)"},
 		{"admin keys on lines in env", []string{"RATEDB_ADMIN_KEYS=good-key\r\nSECRET-2"}, nil, "RATEDB_ADMIN_KEYS: keys: a key in the value holds a control character"},
+		// Given empty (an unset variable in "--api-keys-file $KEYS"), a
+		// file flag was as not given: the service served with a
+		// development key printed in its log, or with the variable's keys.
+		{"empty client file flag", nil, []string{"--api-keys-file", ""}, "--api-keys-file is empty: omit it to take RATEDB_API_KEYS, or no client key"},
+		{"empty admin file flag", nil, []string{"--admin-keys-file="}, "--admin-keys-file is empty: omit it to take RATEDB_ADMIN_KEYS, or no admin key"},
+		{"empty client file flag and variable", []string{"RATEDB_API_KEYS=good-key"}, []string{"--api-keys-file", ""}, "--api-keys-file is empty"},
+		{"empty admin file flag, client file", nil, []string{"--api-keys-file", good, "--admin-keys-file", ""}, "--admin-keys-file is empty"},
 		{"client file and variable", []string{"RATEDB_API_KEYS=good-key"}, []string{"--api-keys-file", good}, "--api-keys-file and RATEDB_API_KEYS are both set: the variable would be ignored; unset one"},
 		{"admin file and variable", []string{"RATEDB_ADMIN_KEYS=good-key"}, []string{"--admin-keys-file", good}, "--admin-keys-file and RATEDB_ADMIN_KEYS are both set: the variable would be ignored; unset one"},
 	} {

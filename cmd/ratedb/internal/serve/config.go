@@ -82,6 +82,15 @@ func (c *Config) validate() error {
 	if c.AdminKeysFile != "" && c.AdminKeysEnv != "" {
 		p = append(p, "--admin-keys-file and RATEDB_ADMIN_KEYS are both set: the variable would be ignored; unset one")
 	}
+	// Given empty (an unset variable in "--api-keys-file $KEYS"), a keys
+	// file flag read as not given: with no other key, the service opened
+	// its check API to a development key printed in its log.
+	if c.Given["api-keys-file"] && c.APIKeysFile == "" {
+		p = append(p, "--api-keys-file is empty: omit it to take RATEDB_API_KEYS, or no client key")
+	}
+	if c.Given["admin-keys-file"] && c.AdminKeysFile == "" {
+		p = append(p, "--admin-keys-file is empty: omit it to take RATEDB_ADMIN_KEYS, or no admin key")
+	}
 	if c.HTTP == "" {
 		// net.Listen would take it as ":0": every interface, a random port.
 		p = append(p, "--http is empty: give the address to listen on, such as 127.0.0.1:8080")
