@@ -139,23 +139,12 @@ func nextEnd(alg ratedb.Algorithm, scale time.Duration, now time.Time) time.Time
 	return now.Add(scale)
 }
 
-// bindingTier is the tier that binds a layered decision, as ratedb.Layered
-// defines it (see ratedb.LayeredResult): on a denial the denying tier that
+// bindingTier is the tier that binds a layered decision, as every backend
+// picks it: ratedb.LayeredResult's rule (on a denial the denying tier that
 // frees up last, otherwise the tier with the least room left and, of tiers
-// with as little, the one that frees up last.
+// with as little, the one that frees up last), not a copy of it.
 func bindingTier(trs []ratedb.TierResult, allowed bool) int {
-	bind := 0
-	for i := range trs {
-		if allowed {
-			if trs[i].Remaining < trs[bind].Remaining ||
-				trs[i].Remaining == trs[bind].Remaining && trs[i].ResetAt.After(trs[bind].ResetAt) {
-				bind = i
-			}
-		} else if !trs[i].Fits && (trs[bind].Fits || trs[i].ResetAt.After(trs[bind].ResetAt)) {
-			bind = i
-		}
-	}
-	return bind
+	return ratedb.LayeredResult(allowed, time.Time{}, trs).Tier
 }
 
 // stateAfter is peek, the result of a check of cost 0, moved to the state hit
