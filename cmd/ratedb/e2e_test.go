@@ -278,12 +278,12 @@ func TestMetricsAndHealth(t *testing.T) {
 	code, _, body := s.do("GET", "/metrics", "", "")
 	require.Equal(t, http.StatusOK, code)
 	for _, want := range []string{
-		`ratedb_checks_total{decision="allow",rule="default"} 3`,
-		`ratedb_checks_total{decision="deny",rule="default"} 2`,
+		`ratedb_checks_total{api="http",decision="allow",rule="default"} 3`,
+		`ratedb_checks_total{api="http",decision="deny",rule="default"} 2`,
 		`ratedb_check_duration_seconds_count 5`,
-		`ratedb_window_resets_total{rule="default"} 1`,
-		`ratedb_boundary_spikes_total{rule="default"} 0`,
-		`ratedb_store_errors_total{rule="default"} 0`,
+		`ratedb_window_resets_total{api="http",rule="default"} 1`,
+		`ratedb_boundary_spikes_total{api="http",rule="default"} 0`,
+		`ratedb_store_errors_total{api="http",rule="default"} 0`,
 		`ratedb_windows_in_memory 1`,
 		`ratedb_windows_on_disk 1`,
 		`ratedb_snapshots_total`,

@@ -97,7 +97,7 @@ func TestRedisDown(t *testing.T) {
 	assert.Contains(t, body, `"fail_open":true`)
 	assert.Equal(t, "true", h.Get("X-Ratedb-Fail-Open"))
 	_, _, metrics := open.do("GET", "/metrics", "", "")
-	assert.Contains(t, metrics, `ratedb_store_errors_total{rule="default"} 1`)
+	assert.Contains(t, metrics, `ratedb_store_errors_total{api="http",rule="default"} 1`)
 	// Failing open is logged, with the store's error, never the client.
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(open.stderr.String(), "check failed open: the store failed") {

@@ -21,8 +21,13 @@ import (
 // core caches the limiter it resolves on it. A Limit must not be changed
 // after its first use; it is then safe for concurrent use.
 type Limit struct {
-	// Name is the rule's name: the only label metrics carry.
+	// Name is the rule's name, a metrics label with API.
 	Name string
+	// API is the protocol whose rule this is, APIHTTP or APIEnvoy: a
+	// metrics label, since an HTTP rule and an Envoy config entry can have
+	// the same Name (the rule "edge.user" and the domain "edge"'s key
+	// "user"). It changes no decision.
+	API string
 	// Algorithm places the windows in time.
 	Algorithm ratedb.Algorithm
 	// Tiers holds one window (Layered false) or the tiers of a layered
@@ -101,21 +106,31 @@ type Decision struct {
 	StoreErr error
 }
 
+// The APIs a Limit comes from (Limit.API).
+const (
+	// APIHTTP marks the limits of the HTTP API's rules.
+	APIHTTP = "http"
+	// APIEnvoy marks the limits of the Envoy config's entries and of
+	// Envoy's per-request limit overrides.
+	APIEnvoy = "envoy"
+)
+
 // Observer receives what the core decides, for metrics. Its methods are
 // called without any core lock held and must be safe for concurrent use.
+// Each names the limit by its Limit.API and Limit.Name.
 type Observer interface {
 	// Checked is called once per check of a decided set, with the check's
 	// own verdict.
-	Checked(rule string, allowed bool)
+	Checked(api, rule string, allowed bool)
 	// WindowOpened is called for a counted check that opened a new window
 	// (its count after the hit equals its cost).
-	WindowOpened(rule string)
+	WindowOpened(api, rule string)
 	// BoundarySpike is called when a key exhausts a window within 10% of
 	// the window's scale after it began, having exhausted the window before
 	// it (see spike.go).
-	BoundarySpike(rule string)
+	BoundarySpike(api, rule string)
 	// StoreError is called once per set whose store failed.
-	StoreError(rule string)
+	StoreError(api, rule string)
 	// Decided is called once per set with the time the decision took.
 	Decided(d time.Duration)
 }
@@ -177,7 +192,7 @@ func (c *Core) Decide(ctx context.Context, checks ...Check) (Decision, error) {
 		if obs := c.opts.Observer; obs != nil {
 			// A caller that gave up is not a store failure.
 			if ctx.Err() == nil || !(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-				obs.StoreError(checks[0].Limit.Name)
+				obs.StoreError(checks[0].Limit.API, checks[0].Limit.Name)
 			}
 			obs.Decided(time.Since(start))
 		}
@@ -390,7 +405,7 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 				// Counted; the failure reaches the observer, labelled
 				// as every store error of a set is (Decide).
 				if obs := c.opts.Observer; obs != nil {
-					obs.StoreError(checks[0].Limit.Name)
+					obs.StoreError(checks[0].Limit.API, checks[0].Limit.Name)
 				}
 			}
 			return d, nil

@@ -14,17 +14,17 @@ func (c *Core) observe(checks []Check, d Decision, start time.Time) {
 			continue // not a check: nothing to count in the metrics
 		}
 		r := d.Results[i]
-		name := ch.Limit.Name
+		api, name := ch.Limit.API, ch.Limit.Name
 		// The check's own verdict, as its result reports it: a check that
 		// fit in a set another check denied is not a denial of its rule.
-		obs.Checked(name, r.Allowed)
+		obs.Checked(api, name, r.Allowed)
 		if r.Counted && r.Count == ch.Cost {
-			obs.WindowOpened(name)
+			obs.WindowOpened(api, name)
 		}
 		if (r.Counted && r.Remaining == 0) || !r.Allowed {
 			res := ch.Limit.res.Load()
 			if res != nil && c.spikes.exhausted(res.counter, ch.Key, r.Scale, r.ResetAt, now) {
-				obs.BoundarySpike(name)
+				obs.BoundarySpike(api, name)
 			}
 		}
 	}

@@ -18,7 +18,7 @@ type counts struct {
 	decided                               int
 }
 
-func (c *counts) Checked(_ string, allowed bool) {
+func (c *counts) Checked(_, _ string, allowed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if allowed {
@@ -27,9 +27,9 @@ func (c *counts) Checked(_ string, allowed bool) {
 		c.deny++
 	}
 }
-func (c *counts) WindowOpened(string)  { c.mu.Lock(); c.opened++; c.mu.Unlock() }
-func (c *counts) BoundarySpike(string) { c.mu.Lock(); c.spikes++; c.mu.Unlock() }
-func (c *counts) StoreError(string)    { c.mu.Lock(); c.storeErr++; c.mu.Unlock() }
+func (c *counts) WindowOpened(_, _ string)  { c.mu.Lock(); c.opened++; c.mu.Unlock() }
+func (c *counts) BoundarySpike(_, _ string) { c.mu.Lock(); c.spikes++; c.mu.Unlock() }
+func (c *counts) StoreError(_, _ string)    { c.mu.Lock(); c.storeErr++; c.mu.Unlock() }
 func (c *counts) Decided(time.Duration) {
 	c.mu.Lock()
 	c.decided++

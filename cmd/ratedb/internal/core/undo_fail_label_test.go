@@ -38,7 +38,7 @@ type storeErrors struct {
 	rules []string
 }
 
-func (s *storeErrors) StoreError(rule string) {
+func (s *storeErrors) StoreError(_, rule string) {
 	s.mu.Lock()
 	s.rules = append(s.rules, rule)
 	s.mu.Unlock()

@@ -90,3 +90,52 @@ func TestConfigReloadMetricsNeedAConfig(t *testing.T) {
 		assert.False(t, ok, "%s is not served", name)
 	}
 }
+
+// An HTTP rule and an Envoy config entry can have the same name: the rule
+// "edge.user" and the domain "edge"'s key "user", whose path is
+// "edge.user". The per-rule metrics carry an api label (http or envoy) that
+// keeps them apart; with the rule label alone, the two limits' checks were
+// summed into one series.
+func TestHTTPRuleAndEnvoyEntryOfOneNameAreTwoSeries(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "edge.yaml"), edgeYAML(10))
+	p := startProc(t, filepath.Join(t.TempDir(), "state.db"), "--envoy-config", dir)
+	send := func(method, path, key, body string) int {
+		req, err := http.NewRequest(method, "http://"+p.httpAddr+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("X-API-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusCreated, send(http.MethodPut, "/v1/rules/edge.user", adminKey,
+		`{"client_id":"*","route":"/r","limit":10,"window":"1h"}`))
+	c := p.client(t, nil)
+	for range 2 {
+		resp := call(t, c, "edge", 1, desc("user", "alice"))
+		require.EqualValues(t, 10, resp.GetStatuses()[0].GetCurrentLimit().GetRequestsPerUnit(), "the entry edge.user matched")
+	}
+	require.Equal(t, http.StatusOK, send(http.MethodPost, "/v1/check", "e2e-client-key-0123456789", `{"client_id":"alice","route":"/r"}`))
+
+	m := scrape(t, p)
+	var perRule []string // for the messages
+	for series := range m {
+		if strings.Contains(series, `rule="`) {
+			perRule = append(perRule, series)
+		}
+	}
+	for series, want := range map[string]float64{
+		`ratedb_checks_total{api="envoy",decision="allow",rule="edge.user"}`: 2,
+		`ratedb_checks_total{api="http",decision="allow",rule="edge.user"}`:  1,
+		`ratedb_window_resets_total{api="envoy",rule="edge.user"}`:           1,
+		`ratedb_window_resets_total{api="http",rule="edge.user"}`:            1,
+		`ratedb_store_errors_total{api="envoy",rule="edge.user"}`:            0,
+		`ratedb_store_errors_total{api="http",rule="edge.user"}`:             0,
+	} {
+		got, ok := m[series]
+		if assert.True(t, ok, "%s is served (the per-rule series: %v)", series, perRule) {
+			assert.Equal(t, want, got, series)
+		}
+	}
+}

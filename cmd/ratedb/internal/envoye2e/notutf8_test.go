@@ -128,7 +128,7 @@ descriptors:
 		require.EqualValues(t, 10, resp.GetStatuses()[0].GetCurrentLimit().GetRequestsPerUnit(), "call %d: the entry matched", i)
 	}
 	m := scrape(t, p)
-	assert.Equal(t, 2.0, m[`ratedb_checks_total{decision="allow",rule="edge.user_agent_curl\\xff"}`], "%v", m)
+	assert.Equal(t, 2.0, m[`ratedb_checks_total{api="envoy",decision="allow",rule="edge.user_agent_curl\\xff"}`], "%v", m)
 	p.stop(t)
 }
 

@@ -47,12 +47,12 @@ descriptors:
 	require.Equal(t, rlsv3.RateLimitResponse_OK, resp.GetStatuses()[1].GetCode(), "loose is within its limit")
 
 	assert.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(`
-# HELP ratedb_checks_total Checks decided, by rule and decision (allow or deny), one per check.
+# HELP ratedb_checks_total Checks decided, by API (http or envoy), rule and decision (allow or deny), one per check.
 # TYPE ratedb_checks_total counter
-ratedb_checks_total{decision="allow",rule="m.loose"} 1
-ratedb_checks_total{decision="allow",rule="m.tight"} 1
-ratedb_checks_total{decision="deny",rule="m.loose"} 0
-ratedb_checks_total{decision="deny",rule="m.tight"} 1
+ratedb_checks_total{api="envoy",decision="allow",rule="m.loose"} 1
+ratedb_checks_total{api="envoy",decision="allow",rule="m.tight"} 1
+ratedb_checks_total{api="envoy",decision="deny",rule="m.loose"} 0
+ratedb_checks_total{api="envoy",decision="deny",rule="m.tight"} 1
 `), "ratedb_checks_total"))
 }
 

@@ -48,6 +48,7 @@ func newRule(l *envoyconf.Limit, mult uint32, quota bool) *rule {
 	}
 	r.limit = &core.Limit{
 		Name:      l.Path,
+		API:       core.APIEnvoy,
 		Algorithm: ratedb.FixedWindow,
 		Tiers:     []ratedb.Tier{{Scale: l.Unit.Duration() * time.Duration(mult), Limit: int64(l.RequestsPerUnit)}},
 		Shadow:    l.ShadowMode,

@@ -1,6 +1,7 @@
 // Package metrics is the service's Prometheus registry: the decision core's
-// per-rule metrics (the rule name is the only label: never a client_id or a
-// route), the DB-level collector of ratedbprom, memory in use, the loads of
+// per-rule metrics (labelled with the API the rule belongs to, http or
+// envoy, and the rule's name: never a client_id, a route or a descriptor's
+// value), the DB-level collector of ratedbprom, memory in use, the loads of
 // the Envoy config, and the Go and process collectors.
 package metrics
 
@@ -29,8 +30,12 @@ type Metrics struct {
 	storeErr *prometheus.CounterVec
 	duration prometheus.Histogram
 
-	byRule sync.Map // rule name -> *ruleCounters
+	byRule sync.Map // ruleID -> *ruleCounters
 }
+
+// ruleID names a rule: its API (core.Limit.API) and its name. An HTTP rule
+// and an Envoy config entry can have the same name.
+type ruleID struct{ api, name string }
 
 type ruleCounters struct {
 	allow, deny, reset, spike, storeErr prometheus.Counter
@@ -43,20 +48,20 @@ func New(extra ...prometheus.Collector) *Metrics {
 		reg: prometheus.NewRegistry(),
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratedb_checks_total",
-			Help: "Checks decided, by rule and decision (allow or deny), one per check.",
-		}, []string{"rule", "decision"}),
+			Help: "Checks decided, by API (http or envoy), rule and decision (allow or deny), one per check.",
+		}, []string{"api", "rule", "decision"}),
 		resets: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratedb_window_resets_total",
-			Help: "Counted checks that opened a new window for their key (the key's count after the check equals its cost).",
-		}, []string{"rule"}),
+			Help: "Counted checks that opened a new window for their key (the key's count after the check equals its cost), by API and rule.",
+		}, []string{"api", "rule"}),
 		spikes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratedb_boundary_spikes_total",
-			Help: "Keys that exhausted a window within 10% of its scale after it began, having exhausted the window before it.",
-		}, []string{"rule"}),
+			Help: "Keys that exhausted a window within 10% of its scale after it began, having exhausted the window before it, by API and rule.",
+		}, []string{"api", "rule"}),
 		storeErr: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratedb_store_errors_total",
-			Help: "Check requests that failed because the store failed (answered 503, or allowed with --fail-open).",
-		}, []string{"rule"}),
+			Help: "Check requests that failed because the store failed (answered 503, or allowed with --fail-open), by API and rule.",
+		}, []string{"api", "rule"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ratedb_check_duration_seconds",
 			Help:    "Time the decision core took to decide one check request.",
@@ -80,19 +85,20 @@ func (m *Metrics) Handler() http.Handler {
 // Registry returns the registry, for tests and extra collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-func (m *Metrics) rule(name string) *ruleCounters {
-	if rc, ok := m.byRule.Load(name); ok {
+func (m *Metrics) rule(api, name string) *ruleCounters {
+	id := ruleID{api, name}
+	if rc, ok := m.byRule.Load(id); ok {
 		return rc.(*ruleCounters)
 	}
-	l := labelValue(name)
+	a, l := labelValue(api), labelValue(name)
 	rc := &ruleCounters{
-		allow:    m.checks.WithLabelValues(l, "allow"),
-		deny:     m.checks.WithLabelValues(l, "deny"),
-		reset:    m.resets.WithLabelValues(l),
-		spike:    m.spikes.WithLabelValues(l),
-		storeErr: m.storeErr.WithLabelValues(l),
+		allow:    m.checks.WithLabelValues(a, l, "allow"),
+		deny:     m.checks.WithLabelValues(a, l, "deny"),
+		reset:    m.resets.WithLabelValues(a, l),
+		spike:    m.spikes.WithLabelValues(a, l),
+		storeErr: m.storeErr.WithLabelValues(a, l),
 	}
-	got, _ := m.byRule.LoadOrStore(name, rc)
+	got, _ := m.byRule.LoadOrStore(id, rc)
 	return got.(*ruleCounters)
 }
 
@@ -119,22 +125,22 @@ func labelValue(name string) string {
 }
 
 // Checked implements core.Observer.
-func (m *Metrics) Checked(rule string, allowed bool) {
+func (m *Metrics) Checked(api, rule string, allowed bool) {
 	if allowed {
-		m.rule(rule).allow.Inc()
+		m.rule(api, rule).allow.Inc()
 	} else {
-		m.rule(rule).deny.Inc()
+		m.rule(api, rule).deny.Inc()
 	}
 }
 
 // WindowOpened implements core.Observer.
-func (m *Metrics) WindowOpened(rule string) { m.rule(rule).reset.Inc() }
+func (m *Metrics) WindowOpened(api, rule string) { m.rule(api, rule).reset.Inc() }
 
 // BoundarySpike implements core.Observer.
-func (m *Metrics) BoundarySpike(rule string) { m.rule(rule).spike.Inc() }
+func (m *Metrics) BoundarySpike(api, rule string) { m.rule(api, rule).spike.Inc() }
 
 // StoreError implements core.Observer.
-func (m *Metrics) StoreError(rule string) { m.rule(rule).storeErr.Inc() }
+func (m *Metrics) StoreError(api, rule string) { m.rule(api, rule).storeErr.Inc() }
 
 // Decided implements core.Observer.
 func (m *Metrics) Decided(d time.Duration) { m.duration.Observe(d.Seconds()) }

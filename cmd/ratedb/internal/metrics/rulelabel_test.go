@@ -19,26 +19,26 @@ import (
 func TestRuleNameNotUTF8IsEscaped(t *testing.T) {
 	m := ratedbmetrics.New()
 	require.NotPanics(t, func() {
-		m.Checked("edge.ua_curl\xff", true)
-		m.Checked("edge.ua_curl\xfe", false)
-		m.Checked("edge.ua_é", true) // UTF-8: as it is
-		m.WindowOpened("edge.ua_curl\xff")
-		m.BoundarySpike("edge.ua_curl\xff")
-		m.StoreError("edge.ua_curl\xff")
+		m.Checked("envoy", "edge.ua_curl\xff", true)
+		m.Checked("envoy", "edge.ua_curl\xfe", false)
+		m.Checked("envoy", "edge.ua_é", true) // UTF-8: as it is
+		m.WindowOpened("envoy", "edge.ua_curl\xff")
+		m.BoundarySpike("envoy", "edge.ua_curl\xff")
+		m.StoreError("envoy", "edge.ua_curl\xff")
 	})
 	assert.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(`
-# HELP ratedb_checks_total Checks decided, by rule and decision (allow or deny), one per check.
+# HELP ratedb_checks_total Checks decided, by API (http or envoy), rule and decision (allow or deny), one per check.
 # TYPE ratedb_checks_total counter
-ratedb_checks_total{decision="allow",rule="edge.ua_curl\\xfe"} 0
-ratedb_checks_total{decision="allow",rule="edge.ua_curl\\xff"} 1
-ratedb_checks_total{decision="allow",rule="edge.ua_é"} 1
-ratedb_checks_total{decision="deny",rule="edge.ua_curl\\xfe"} 1
-ratedb_checks_total{decision="deny",rule="edge.ua_curl\\xff"} 0
-ratedb_checks_total{decision="deny",rule="edge.ua_é"} 0
-# HELP ratedb_store_errors_total Check requests that failed because the store failed (answered 503, or allowed with --fail-open).
+ratedb_checks_total{api="envoy",decision="allow",rule="edge.ua_curl\\xfe"} 0
+ratedb_checks_total{api="envoy",decision="allow",rule="edge.ua_curl\\xff"} 1
+ratedb_checks_total{api="envoy",decision="allow",rule="edge.ua_é"} 1
+ratedb_checks_total{api="envoy",decision="deny",rule="edge.ua_curl\\xfe"} 1
+ratedb_checks_total{api="envoy",decision="deny",rule="edge.ua_curl\\xff"} 0
+ratedb_checks_total{api="envoy",decision="deny",rule="edge.ua_é"} 0
+# HELP ratedb_store_errors_total Check requests that failed because the store failed (answered 503, or allowed with --fail-open), by API and rule.
 # TYPE ratedb_store_errors_total counter
-ratedb_store_errors_total{rule="edge.ua_curl\\xfe"} 0
-ratedb_store_errors_total{rule="edge.ua_curl\\xff"} 1
-ratedb_store_errors_total{rule="edge.ua_é"} 0
+ratedb_store_errors_total{api="envoy",rule="edge.ua_curl\\xfe"} 0
+ratedb_store_errors_total{api="envoy",rule="edge.ua_curl\\xff"} 1
+ratedb_store_errors_total{api="envoy",rule="edge.ua_é"} 0
 `), "ratedb_checks_total", "ratedb_store_errors_total"))
 }

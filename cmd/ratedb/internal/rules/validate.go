@@ -67,7 +67,7 @@ func Build(name string, spec Spec, allowDefault bool) (*Rule, error) {
 
 // newLimit is r's limit for the decision core.
 func newLimit(r *Rule) *core.Limit {
-	return &core.Limit{Name: r.Name, Algorithm: r.Algorithm, Tiers: r.Tiers, Layered: r.Layered}
+	return &core.Limit{Name: r.Name, API: core.APIHTTP, Algorithm: r.Algorithm, Tiers: r.Tiers, Layered: r.Layered}
 }
 
 type problems []string
