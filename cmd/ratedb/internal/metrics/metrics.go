@@ -102,21 +102,27 @@ func (m *Metrics) rule(api, name string) *ruleCounters {
 	return got.(*ruleCounters)
 }
 
-// labelValue is the rule label of the rule name: name itself, with each
-// byte that is not UTF-8 written as \xNN (two lower-case hex digits). A
-// label value must be UTF-8 (WithLabelValues panics on one that is not),
-// and an Envoy config entry's path can hold any bytes (a key, value or
-// domain given as !!binary, matched by a descriptor holding those bytes).
+// labelValue is the label of a rule name (or API): name itself, with each
+// byte that is not UTF-8 written as \xNN (two lower-case hex digits) and
+// each backslash as \\. A label value must be UTF-8 (WithLabelValues panics
+// on one that is not), and an Envoy config entry's path can hold any bytes
+// (a key, value or domain given as !!binary, matched by a descriptor
+// holding those bytes). Escaping the backslash keeps the mapping
+// one-to-one: the path holding the byte 0xff and the one holding the four
+// characters \xff would otherwise share a series.
 func labelValue(name string) string {
-	if utf8.ValidString(name) {
+	if utf8.ValidString(name) && !strings.Contains(name, `\`) {
 		return name
 	}
 	var b strings.Builder
 	for i := 0; i < len(name); {
 		r, size := utf8.DecodeRuneInString(name[i:])
-		if r == utf8.RuneError && size == 1 {
+		switch {
+		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, name[i])
-		} else {
+		case r == '\\':
+			b.WriteString(`\\`)
+		default:
 			b.WriteString(name[i : i+size])
 		}
 		i += size
