@@ -31,8 +31,9 @@ import (
 // BlockVersion is the format version of a block.
 const BlockVersion = 2
 
-// ErrBlock is returned by DecodeBlock for a block whose checksum holds but
-// whose structure does not (a bug, not damage, or a crafted value).
+// ErrBlock is returned by DecodeBlock and FindInBlock for a block whose
+// checksum holds but whose structure does not (a bug, not damage, or a
+// crafted value).
 var ErrBlock = errors.New("record: malformed block")
 
 // BlockWindow is one window of a block: its record key and the counters of
@@ -233,15 +234,20 @@ func ClaimedWindows(v []byte) int {
 	return int(n)
 }
 
-// FindInBlock checks the block v, stored under blockKey, and decodes the
+// FindInBlock checks the block v, stored under blockKey, as DecodeBlock
+// does (the whole block, also past the window it finds), and decodes the
 // counters of the window whose record key is key into dst[:0]. found is
-// false if the block holds no such window. It does not allocate unless dst
-// is too small.
+// false if the block holds no such window. It returns an error for every
+// block DecodeBlock rejects, so that a look-up never reads a window of a
+// block the rest of ratedb treats as damaged. It does not allocate unless
+// dst is too small.
 func FindInBlock(dst []Counter, blockKey, v, key []byte) (cs []Counter, found bool, err error) {
 	p, n, base, err := blockBody(blockKey, v)
 	if err != nil {
 		return dst[:0], false, err
 	}
+	dst = dst[:0]
+	minEnd := int64(math.MaxInt64)
 	for range n {
 		var (
 			k     []byte
@@ -250,22 +256,29 @@ func FindInBlock(dst []Counter, blockKey, v, key []byte) (cs []Counter, found bo
 		if k, p, tiers, err = nextWindow(p); err != nil {
 			return dst[:0], false, err
 		}
-		match := bytes.Equal(k, key)
-		dst = dst[:0]
-		for range tiers {
+		// The first window of the key is the one found, as DecodeBlock
+		// keeps the windows in order.
+		match := !found && bytes.Equal(k, key)
+		var maxEnd int64
+		for i := range tiers {
 			var c Counter
 			if c, p, err = nextCounter(p, base); err != nil {
 				return dst[:0], false, err
+			}
+			if i == 0 || c.End > maxEnd {
+				maxEnd = c.End // as MaxEnd
 			}
 			if match {
 				dst = append(dst, c)
 			}
 		}
-		if match {
-			return dst, true, nil
-		}
+		found = found || match
+		minEnd = min(minEnd, maxEnd)
 	}
-	return dst[:0], false, nil
+	if len(p) != 0 || minEnd != base {
+		return dst[:0], false, ErrBlock
+	}
+	return dst, found, nil
 }
 
 func uvarintLen(x uint64) int {

@@ -171,7 +171,10 @@ func checkDecoded(t *testing.T, b *Block, bk, raw []byte) {
 	t.Helper()
 	if err := DecodeBlock(b, bk, raw); err != nil {
 		require.Empty(t, b.Windows)
-		_, _, _ = FindInBlock(nil, bk, raw, []byte("k")) // must not panic
+		// FindInBlock rejects what DecodeBlock rejects (and never panics).
+		_, found, ferr := FindInBlock(nil, bk, raw, []byte("k"))
+		require.Error(t, ferr)
+		require.False(t, found)
 		return
 	}
 	again := AppendBlock(nil, bk, b.Windows)
