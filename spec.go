@@ -296,7 +296,14 @@ func (s *spec) release(e *entry, cold bool) {
 // and returns the time of the call, read under the same lock as the copy
 // (see acquire). It returns dst unchanged (empty) if the key has no state
 // anywhere.
-func (s *spec) peek(key string, h uint64, dst []counter) ([]counter, int64, error) {
+//
+// With keepOpen, a window read from the file that is open at that time (a
+// tier ends after it) is brought into memory as acquire would bring it, in
+// the same hold of the shard's lock as the read, unless memory is full (see
+// memoryFull): a Hit denied outright only if the key has no open window
+// (deniedOutright) then goes on to acquire, which finds the entry instead of
+// reading the file a second time.
+func (s *spec) peek(key string, h uint64, dst []counter, keepOpen bool) ([]counter, int64, error) {
 	db := s.db
 	if e := db.fastFind(h, s, key); e != nil {
 		e.mu.Lock()
@@ -333,8 +340,29 @@ func (s *spec) peek(key string, h uint64, dst []counter) ([]counter, int64, erro
 	if err != nil || !found {
 		return dst[:0], now, err
 	}
+	if keepOpen && anyOpen(cs, now) && !db.memoryFull() {
+		// As acquire creates an entry from the file (before its cap, which
+		// acquire's caller stores).
+		e := s.newEntry(key, cs)
+		sh.insert(h, e)
+		db.memWindows.Add(1)
+		e.mu.Lock()
+		db.exp.add(e, db.expiryAt(e.maxEnd(), now))
+		e.mu.Unlock()
+		db.stats.reloaded.Add(1)
+	}
 	s.capCopy(cs, now)
 	return cs, now, nil
+}
+
+// anyOpen reports whether a tier of cs ends after now.
+func anyOpen(cs []counter, now int64) bool {
+	for _, c := range cs {
+		if c.End > now {
+			return true
+		}
+	}
+	return false
 }
 
 // reset clears every tier of key's window. In memory-only mode the entry
