@@ -218,7 +218,7 @@ func (db *DB) every(period time.Duration, fn func()) {
 // and returns its result (nil, or the errors of the final snapshot and of
 // closing the file, joined); every later call does nothing and returns
 // ErrClosed, as does every other method of the DB and its limiters once
-// Close has begun.
+// Close has begun, whatever its arguments.
 func (db *DB) Close() error {
 	if !db.closing.CompareAndSwap(false, true) {
 		return ErrClosed

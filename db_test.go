@@ -371,6 +371,72 @@ func TestClosed(t *testing.T) {
 	})
 }
 
+// ErrClosed is returned by every call after Close has begun whatever its
+// arguments: it is checked before them. Before, a call with an invalid
+// argument (an empty or oversized key, a negative limit, a non-positive
+// increment, a nil or ended context, an unknown algorithm, a bad scale or
+// tier) on a closed DB returned ErrInvalidArgument or the context's error,
+// while errors.go and Close promise ErrClosed for every operation.
+func TestClosedWhateverTheArguments(t *testing.T) {
+	modes(t, func(t *testing.T, path string) {
+		db, err := ratedb.Open(path, testOptions(newClock()))
+		require.NoError(t, err)
+		w, err := db.Window(ratedb.FixedWindow, time.Minute)
+		require.NoError(t, err)
+		l, err := db.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Minute, Limit: 1})
+		require.NoError(t, err)
+		r, err := w.Hit(ctx, "k", 1, 1)
+		require.NoError(t, err)
+		lr, err := l.Hit(ctx, "k", 1)
+		require.NoError(t, err)
+		require.NoError(t, db.Close())
+
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		long := strings.Repeat("x", ratedb.MaxKeyLen+1)
+		calls := map[string]func() error{
+			"Hit empty key":         func() error { _, err := w.Hit(ctx, "", 1, 1); return err },
+			"Hit oversized key":     func() error { _, err := w.Hit(ctx, long, 1, 1); return err },
+			"Hit negative limit":    func() error { _, err := w.Hit(ctx, "k", -1, 1); return err },
+			"Hit zero increment":    func() error { _, err := w.Hit(ctx, "k", 1, 0); return err },
+			"Hit nil context":       func() error { _, err := w.Hit(nil, "k", 1, 1); return err },
+			"Hit ended context":     func() error { _, err := w.Hit(ended, "k", 1, 1); return err },
+			"Inc zero increment":    func() error { _, err := w.Inc(ctx, "k", 0); return err },
+			"Set negative count":    func() error { _, err := w.Set(ctx, "k", -1); return err },
+			"Refund zero amount":    func() error { _, _, err := w.Refund(ctx, "k", 0); return err },
+			"Undo zero increment":   func() error { return w.Undo(ctx, "k", r, 0) },
+			"Undo Layered result":   func() error { return w.Undo(ctx, "k", lr, 1) },
+			"Get empty key":         func() error { _, err := w.Get(ctx, ""); return err },
+			"ExpiresAt empty key":   func() error { _, err := w.ExpiresAt(ctx, ""); return err },
+			"State empty key":       func() error { _, _, err := w.State(ctx, ""); return err },
+			"Reset empty key":       func() error { return w.Reset(ctx, "") },
+			"Layered.Hit empty key": func() error { _, err := l.Hit(ctx, "", 1); return err },
+			"Layered.Hit zero":      func() error { _, err := l.Hit(ctx, "k", 0); return err },
+			"Layered.Inc zero":      func() error { _, err := l.Inc(ctx, "k", 0); return err },
+			"Layered.Refund zero":   func() error { _, err := l.Refund(ctx, "k", 0); return err },
+			"Layered.Undo Window's": func() error { return l.Undo(ctx, "k", r, 1) },
+			"Layered.Get empty key": func() error { _, err := l.Get(ctx, ""); return err },
+			"Layered.Reset empty":   func() error { return l.Reset(ctx, "") },
+			"Window bad algorithm":  func() error { _, err := db.Window(ratedb.Algorithm(99), time.Second); return err },
+			"Window bad scale":      func() error { _, err := db.Window(ratedb.FixedWindow, time.Microsecond); return err },
+			"DB.Layered no tier":    func() error { _, err := db.Layered(ratedb.FixedWindow); return err },
+			"DB.Layered bad limit": func() error {
+				_, err := db.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Second, Limit: -1})
+				return err
+			},
+			"DB.Layered bad algorithm": func() error {
+				_, err := db.Layered(ratedb.Algorithm(99), ratedb.Tier{Scale: time.Second})
+				return err
+			},
+		}
+		for name, call := range calls {
+			err := call()
+			assert.ErrorIs(t, err, ratedb.ErrClosed, name)
+			assert.NotErrorIs(t, err, ratedb.ErrInvalidArgument, name)
+		}
+	})
+}
+
 func TestCorruptFiles(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, data []byte) string {

@@ -10,7 +10,10 @@ import (
 // the detail of what went wrong.
 var (
 	// ErrClosed is returned by every operation on a DB (or on a Window or
-	// Layered limiter of that DB) after Close has begun, and by a second Close.
+	// Layered limiter of that DB) after Close has begun, and by a second
+	// Close, whatever the call's arguments: it is checked before them, so a
+	// call with an invalid argument or an ended context returns ErrClosed,
+	// not ErrInvalidArgument or the context's error.
 	ErrClosed = errors.New("ratedb: database is closed")
 
 	// ErrInvalidArgument is returned, wrapped with what was wrong, for an
@@ -22,12 +25,13 @@ var (
 	// Window or the reverse; a Result of another limiter with the same
 	// scales is not detected), a Layered limiter with no tier or more than
 	// 16, a nil
-	// context, or an invalid Options field. A call that returns it changes
-	// nothing.
+	// context, or an invalid Options field, on a DB that is open (see
+	// ErrClosed). A call that returns it changes nothing.
 	//
 	// A call given a context that is already cancelled or past its deadline
 	// returns the context's error (context.Canceled or
-	// context.DeadlineExceeded) and changes nothing. The embedded DB checks
+	// context.DeadlineExceeded; ErrClosed once Close has begun) and changes
+	// nothing. The embedded DB checks
 	// the context only as a call begins: a context ending during a call
 	// does not interrupt it, not even one that waits for a snapshot to make
 	// room in memory (see Options.MaxSnapshotBacklog).

@@ -48,6 +48,9 @@ type Layered struct {
 // milliseconds) and a limit >= 0. Tiers need not be ordered; results report
 // them in the order given.
 func (db *DB) Layered(alg Algorithm, tiers ...Tier) (*Layered, error) {
+	if db.closing.Load() {
+		return nil, ErrClosed // whatever the arguments: see ErrClosed
+	}
 	if err := limits.Algorithm(int(alg)); err != nil {
 		return nil, err
 	}
@@ -83,7 +86,7 @@ func (l *Layered) Algorithm() Algorithm { return l.alg }
 // last. A hit whose increment exceeds a tier's limit, on a
 // key with no open window in any tier, does not bring the key into memory.
 func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result, error) {
-	if err := checkCall(ctx, key); err != nil {
+	if err := l.db.checkCall(ctx, key); err != nil {
 		return Result{}, err
 	}
 	if increment <= 0 {
@@ -206,7 +209,7 @@ func LayeredResult(allowed bool, now time.Time, tiers []TierResult) Result {
 // tier's count past 1<<63-1 is refused with ErrInvalidArgument and changes
 // no tier.
 func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64, error) {
-	if err := checkCall(ctx, key); err != nil {
+	if err := l.db.checkCall(ctx, key); err != nil {
 		return nil, err
 	}
 	if increment <= 0 {
@@ -244,7 +247,7 @@ func (l *Layered) Inc(ctx context.Context, key string, increment int64) ([]int64
 // give back a hit for work that did not happen (a login that succeeded,
 // when only failures should count).
 func (l *Layered) Refund(ctx context.Context, key string, amount int64) ([]int64, error) {
-	if err := checkCall(ctx, key); err != nil {
+	if err := l.db.checkCall(ctx, key); err != nil {
 		return nil, err
 	}
 	if amount <= 0 {
@@ -300,7 +303,7 @@ func (l *Layered) Refund(ctx context.Context, key string, amount int64) ([]int64
 // Like Refund, an undo is one step with respect to every other call on the
 // key.
 func (l *Layered) Undo(ctx context.Context, key string, r Result, increment int64) error {
-	if err := checkCall(ctx, key); err != nil {
+	if err := l.db.checkCall(ctx, key); err != nil {
 		return err
 	}
 	if increment <= 0 {
@@ -402,7 +405,7 @@ func (l *Layered) State(ctx context.Context, key string) ([]int64, []time.Time, 
 
 // Reset forgets key's windows in every tier.
 func (l *Layered) Reset(ctx context.Context, key string) error {
-	if err := checkCall(ctx, key); err != nil {
+	if err := l.db.checkCall(ctx, key); err != nil {
 		return err
 	}
 	return l.reset(key)
@@ -419,7 +422,7 @@ func (l *Layered) current(c *counter, i int, key string, now int64) (count, end 
 // read returns a copy of every tier's counter, in the spec's order (zero
 // counters if the key has no state).
 func (l *Layered) read(ctx context.Context, key string) ([]counter, int64, error) {
-	if err := checkCall(ctx, key); err != nil {
+	if err := l.db.checkCall(ctx, key); err != nil {
 		return nil, 0, err
 	}
 	db := l.db

@@ -72,9 +72,16 @@ func specPrefix(alg Algorithm, scales []int64, layered bool) []byte {
 // every backend shares: internal/limits).
 func scaleMillis(scale time.Duration) (int64, error) { return limits.ScaleMillis(scale) }
 
-// checkCall validates the arguments every keyed call shares. The key itself
-// is never echoed: it may be personal data.
-func checkCall(ctx context.Context, key string) error { return limits.CheckCall(ctx, key) }
+// checkCall returns ErrClosed once Close has begun, whatever the call's
+// arguments (see ErrClosed), and otherwise validates the arguments every
+// keyed call shares. The key itself is never echoed: it may be personal
+// data. The call still checks Close with enter, which admits it.
+func (db *DB) checkCall(ctx context.Context, key string) error {
+	if db.closing.Load() {
+		return ErrClosed
+	}
+	return limits.CheckCall(ctx, key)
+}
 
 // hash is the in-memory hash of key under this spec. It is seeded per spec
 // and process and never persisted.

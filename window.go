@@ -22,6 +22,9 @@ type Window struct {
 // Calls with the same arguments return the same *Window. scale must be at
 // least one millisecond and a whole number of milliseconds.
 func (db *DB) Window(alg Algorithm, scale time.Duration) (*Window, error) {
+	if db.closing.Load() {
+		return nil, ErrClosed // whatever the arguments: see ErrClosed
+	}
 	if err := limits.Algorithm(int(alg)); err != nil {
 		return nil, err
 	}
@@ -51,7 +54,7 @@ func (w *Window) Scale() time.Duration { return time.Duration(w.scales[0]) * tim
 //
 // limit must be >= 0 (0 denies every hit) and increment > 0.
 func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (r Result, err error) {
-	if err := checkCall(ctx, key); err != nil {
+	if err := w.db.checkCall(ctx, key); err != nil {
 		return Result{}, err
 	}
 	if limit < 0 {
@@ -138,7 +141,7 @@ func (w *Window) deniedOutright(key string, h uint64, limit int64) (r Result, ok
 // An increment that would take the count past 1<<63-1 is refused with
 // ErrInvalidArgument and changes nothing.
 func (w *Window) Inc(ctx context.Context, key string, increment int64) (int64, error) {
-	if err := checkCall(ctx, key); err != nil {
+	if err := w.db.checkCall(ctx, key); err != nil {
 		return 0, err
 	}
 	if increment <= 0 {
@@ -159,7 +162,7 @@ func (w *Window) Inc(ctx context.Context, key string, increment int64) (int64, e
 // needed); for PerKeyWindow it restarts the key's window at now, as the
 // Elixir library Hammer does.
 func (w *Window) Set(ctx context.Context, key string, count int64) (int64, error) {
-	if err := checkCall(ctx, key); err != nil {
+	if err := w.db.checkCall(ctx, key); err != nil {
 		return 0, err
 	}
 	if count < 0 {
@@ -187,7 +190,7 @@ func (w *Window) Set(ctx context.Context, key string, count int64) (int64, error
 // give back hits for work that did not happen (a request that failed
 // downstream, Envoy's is_negative_hits).
 func (w *Window) Refund(ctx context.Context, key string, amount int64) (int64, time.Time, error) {
-	if err := checkCall(ctx, key); err != nil {
+	if err := w.db.checkCall(ctx, key); err != nil {
 		return 0, time.Time{}, err
 	}
 	if amount <= 0 {
@@ -234,7 +237,7 @@ func (w *Window) Refund(ctx context.Context, key string, amount int64) (int64, t
 // after it failed: ratedb serve undoes the hits of a set of checks that a
 // later check of the same set denied.
 func (w *Window) Undo(ctx context.Context, key string, r Result, increment int64) error {
-	if err := checkCall(ctx, key); err != nil {
+	if err := w.db.checkCall(ctx, key); err != nil {
 		return err
 	}
 	switch {
@@ -292,7 +295,7 @@ func (w *Window) State(ctx context.Context, key string) (int64, time.Time, error
 
 // Reset forgets key's current window: the next hit opens a new one.
 func (w *Window) Reset(ctx context.Context, key string) error {
-	if err := checkCall(ctx, key); err != nil {
+	if err := w.db.checkCall(ctx, key); err != nil {
 		return err
 	}
 	return w.reset(key)
@@ -321,7 +324,7 @@ func (w *Window) mutate(key string, fn func(c *counter, now int64) (int64, error
 
 // read returns a copy of key's counter without opening a window.
 func (w *Window) read(ctx context.Context, key string) (counter, int64, error) {
-	if err := checkCall(ctx, key); err != nil {
+	if err := w.db.checkCall(ctx, key); err != nil {
 		return counter{}, 0, err
 	}
 	db := w.db
