@@ -362,6 +362,58 @@ func TestLogKeysAtDebug(t *testing.T) {
 	assert.Contains(t, s.stderr.String(), "client_id=visible-client route=/visible-route")
 }
 
+// A keys file given by mistake to --rules or --envoy-config ends the start
+// with an error giving the line and the reason, never a byte of a key: the
+// YAML parsers quoted up to ten bytes of the offending value ("cannot
+// unmarshal !!str `SECRET-...`"), a mapping key ("field SECRET-map not
+// found"), an anchor's name or a tag.
+func TestKeysFileGivenAsConfigQuotesNoKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, data string
+		// want is in the --rules error, and in the --envoy-config one
+		// unless wantEnvoy is set.
+		want, wantEnvoy string
+	}{
+		{"keys", "# keys\nSECRET-one\nSECRET-two\n", "line 2: cannot unmarshal !!str into rules.File", "line 2: cannot unmarshal !!str into map[interface {}]interface {}"},
+		{"a key with a colon and a space", "SECRET-map: SECRET-value\n", "line 1: unknown field in rules.File (a rule file has only rules:)", "unknown key (a key is one of descriptors, detailed_metric, domain, key,"},
+		{"a key read as an alias", "*SECRET-alias\n", "an alias of an anchor that is unknown or contains itself", ""},
+		{"a key read as a tag", "!SECRET-tag SECRET-value\n", "line 1: cannot unmarshal a value into rules.File", "line 1: cannot unmarshal a value into map"},
+		{"a key repeated", "SECRET-dup: a\nSECRET-dup: b\n", "line 2: a mapping key repeats the one at line 1", "unknown key (a key is one of"},
+		{"a numeric key", "12345678: SECRET-value\n", "line 1: unknown field in rules.File", "a key is of type int, not string"},
+		{"an alias in a key", "[SECRET-a, *SECRET-b]: SECRET-c\n", "an alias of an anchor that is unknown or contains itself", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			require.NoError(t, os.WriteFile(f, []byte(tc.data), 0o600))
+			for _, flags := range [][]string{{"--rules", f}, {"--envoy-config", f, "--grpc", "127.0.0.1:0"}} {
+				db := filepath.Join(t.TempDir(), "s.db")
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a refusal takes milliseconds
+				defer cancel()
+				cmd := exec.CommandContext(ctx, binary(t), append([]string{"serve", "--db", db, "--http", "127.0.0.1:0"}, flags...)...)
+				cmd.Env = append(os.Environ(), "RATEDB_API_KEYS=good-key", "RATEDB_ADMIN_KEYS=")
+				out, err := cmd.CombinedOutput()
+				require.NoError(t, ctx.Err(), "ratedb serve did not exit:\n%s", out)
+				var ee *exec.ExitError
+				require.ErrorAs(t, err, &ee, "%s", out)
+				assert.Equal(t, 1, ee.ExitCode(), "%s", out)
+				assert.Contains(t, string(out), "ratedb serve: "+flags[0])
+				want := tc.want
+				if flags[0] == "--envoy-config" && tc.wantEnvoy != "" {
+					want = tc.wantEnvoy
+				}
+				assert.Contains(t, string(out), want)
+				for _, secret := range []string{"SECRE", "1234", "good-key"} {
+					assert.NotContains(t, string(out), secret, "a key is never shown")
+				}
+				_, err = os.Stat(db)
+				assert.True(t, os.IsNotExist(err), "no state file created")
+			}
+		})
+	}
+}
+
 // The keys, rules and TLS files are read with a bound, fileread.MaxSize
 // (16 MiB): a larger file, or a device such as /dev/zero (which was read
 // until memory ran out), ends the start with a message naming the flag and

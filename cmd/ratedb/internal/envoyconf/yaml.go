@@ -2,9 +2,13 @@ package envoyconf
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
 	"gopkg.in/yaml.v2"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/yamlerr"
 )
 
 // The YAML shapes of envoyproxy/ratelimit's config files.
@@ -51,6 +55,34 @@ var validKeys = map[string]bool{
 	"share_threshold": true, "metadata": true,
 }
 
+// suggestKey returns, for the unknown key s, the known key it misspells
+// with underscores left out or in another case ("did you mean
+// rate_limit?"), or the list of the known keys: never s itself, which
+// could be part of a secret of a keys file given by mistake.
+func suggestKey(s string) string {
+	norm := func(k string) string { return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(k)) }
+	for k := range validKeys {
+		if norm(k) == norm(s) {
+			return "did you mean " + k + "?"
+		}
+	}
+	known := make([]string, 0, len(validKeys))
+	for k := range validKeys {
+		known = append(known, k)
+	}
+	sort.Strings(known)
+	return "a key is one of " + strings.Join(known, ", ")
+}
+
+// describePanic describes a panic recovered while parsing, quoting nothing
+// of the file.
+func describePanic(r any) string {
+	if err, ok := r.(error); ok {
+		return yamlerr.Describe(err)
+	}
+	return "the parser failed"
+}
+
 // maxFileSize bounds one config file (real ones are a few KiB).
 const maxFileSize = 16 << 20
 
@@ -68,19 +100,19 @@ func parseYAML(name string, data []byte) (root *yamlRoot, err error) {
 		// envoyproxy/ratelimit recovers from any panic while loading and
 		// reports it as a config error; so do we.
 		if r := recover(); r != nil {
-			root, err = nil, fmt.Errorf("%w: %s: error loading config file: %v", ErrInvalidConfig, name, r)
+			root, err = nil, fmt.Errorf("%w: %s: error loading config file: %s", ErrInvalidConfig, name, describePanic(r))
 		}
 	}()
 	generic := map[any]any{}
 	if err := yaml.Unmarshal(data, &generic); err != nil {
-		return nil, fmt.Errorf("%w: %s: error loading config file: %v", ErrInvalidConfig, name, err)
+		return nil, fmt.Errorf("%w: %s: error loading config file: %s", ErrInvalidConfig, name, yamlerr.Describe(err))
 	}
 	if err := validateMap(generic); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)
 	}
 	root = &yamlRoot{}
 	if err := yaml.Unmarshal(data, root); err != nil {
-		return nil, fmt.Errorf("%w: %s: error loading config file: %v", ErrInvalidConfig, name, err)
+		return nil, fmt.Errorf("%w: %s: error loading config file: %s", ErrInvalidConfig, name, yamlerr.Describe(err))
 	}
 	return root, nil
 }
@@ -89,10 +121,12 @@ func validateMap(m map[any]any) error {
 	for k, v := range m {
 		s, ok := k.(string)
 		if !ok {
-			return fmt.Errorf("config error, key is not of type string: %v", k)
+			// Neither key is quoted: the file may not be a config file
+			// at all but a keys file given by mistake.
+			return fmt.Errorf("config error, a key is of type %T, not string", k)
 		}
 		if !validKeys[s] {
-			return fmt.Errorf("config error, unknown key %q", s)
+			return fmt.Errorf("config error, unknown key (%s)", suggestKey(s))
 		}
 		if s == "metadata" {
 			continue // free-form: checked when converted (checkMetadata)

@@ -255,7 +255,7 @@ func TestBadConfigRefusesToStart(t *testing.T) {
 	require.ErrorAs(t, err, &ee, out)
 	assert.Equal(t, 1, ee.ExitCode(), out)
 	assert.Contains(t, out, `--envoy-config: `)
-	assert.Contains(t, out, `unknown key "ratelimit"`)
+	assert.Contains(t, out, `unknown key (did you mean rate_limit?)`)
 	assert.NotContains(t, out, "imported rules")
 	assert.NotContains(t, out, "listening")
 	left, err := os.ReadDir(state)
@@ -270,7 +270,7 @@ func TestBadConfigRefusesToStart(t *testing.T) {
 	b, err := cmd.CombinedOutput()
 	require.ErrorAs(t, err, &ee, string(b))
 	assert.NotContains(t, string(b), "X-API-Key")
-	assert.Contains(t, string(b), `unknown key "ratelimit"`)
+	assert.Contains(t, string(b), `unknown key (did you mean rate_limit?)`)
 	_, err = os.Stat(db)
 	assert.True(t, os.IsNotExist(err), "no state file created")
 }

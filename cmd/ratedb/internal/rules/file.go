@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/yamlerr"
 )
 
 // File is the format of a rule file (--rules): YAML, or JSON (which YAML
@@ -25,7 +28,9 @@ type File struct {
 
 // ParseFile reads a rule file and validates every rule, reporting every
 // problem of every rule at once (a *ValidationError wrapping
-// ErrInvalidRule). Unknown fields are problems too.
+// ErrInvalidRule). Unknown fields are problems too. The problems give a
+// line and a reason but never quote the file (a value, an unknown field's
+// name): the file may be a keys file given by mistake.
 func ParseFile(data []byte) ([]*Rule, error) {
 	var f File
 	var p problems
@@ -37,10 +42,13 @@ func ParseFile(data []byte) ([]*Rule, error) {
 		// still checked, so every problem is reported at once.
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
-			return nil, &ValidationError{Problems: []string{"not a rule file: " + err.Error()}}
+			return nil, &ValidationError{Problems: []string{"not a rule file: " + yamlerr.Describe(err)}}
 		}
-		for _, e := range te.Errors {
-			p.add("%s", e)
+		// The parser's messages quote the file (ten bytes of a value, a
+		// field's name): a keys file given by mistake would show part of
+		// a key. They are rewritten to quote nothing.
+		for _, e := range yamlerr.Entries(te) {
+			p.add("%s%s", e, fieldsHint(e))
 		}
 	}
 	// A second document would otherwise be ignored, its rules unchecked.
@@ -76,6 +84,21 @@ func ParseFile(data []byte) ([]*Rule, error) {
 		return nil, &ValidationError{Problems: p}
 	}
 	return rs, nil
+}
+
+// fieldsHint returns, for a problem about an unknown field in one of the
+// file's types, the fields that type has (the field is not named, as it
+// could be part of a secret).
+func fieldsHint(problem string) string {
+	switch {
+	case strings.HasSuffix(problem, "unknown field in rules.File"):
+		return " (a rule file has only rules:)"
+	case strings.HasSuffix(problem, "unknown field in rules.Spec"):
+		return " (a rule's fields are name, client_id, route, algorithm, limit, window and tiers)"
+	case strings.HasSuffix(problem, "unknown field in rules.TierSpec"):
+		return " (a tier's fields are limit and window)"
+	}
+	return ""
 }
 
 // checkIntegerLimits adds a problem for each rules[i].limit or
