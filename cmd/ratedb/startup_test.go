@@ -255,6 +255,9 @@ func TestBadKeysRefusedByName(t *testing.T) {
 		u16 = append(u16, c, 0)
 	}
 	require.NoError(t, os.WriteFile(utf16, u16, 0o600))
+	// A comment after a key was part of the key, which never matched.
+	inline := filepath.Join(dir, "inline")
+	require.NoError(t, os.WriteFile(inline, []byte("# keys\ngood-key\nSECRET-key #prod\n"), 0o600))
 	ctl := filepath.Join(dir, "ctl")
 	require.NoError(t, os.WriteFile(ctl, []byte("# keys\ngood-key\n\nSECRET\x7fkey\n"), 0o600))
 	for _, tc := range []struct {
@@ -275,6 +278,8 @@ func TestBadKeysRefusedByName(t *testing.T) {
 		{"long client key in env", []string{"RATEDB_API_KEYS=good-key," + long}, nil, "RATEDB_API_KEYS: keys: a key of 306 bytes is longer than 256"},
 		{"long admin key in env", []string{"RATEDB_ADMIN_KEYS=" + long}, nil, "RATEDB_ADMIN_KEYS: keys: a key of 306 bytes is longer than 256"},
 		{"client file in UTF-16", nil, []string{"--api-keys-file", utf16}, "--api-keys-file: keys: line 1 of the file " + utf16 + " holds a control character, which no HTTP header can carry (a file saved as UTF-16 holds NULs: save it as UTF-8)"},
+		{"client file with a comment after a key", nil, []string{"--api-keys-file", inline}, "--api-keys-file: keys: line 3 of the file " + inline + " holds a '#' after a space or a tab: a comment must be on a line of its own"},
+		{"admin file with a comment after a key", nil, []string{"--admin-keys-file", inline}, "--admin-keys-file: keys: line 3 of the file " + inline + " holds a '#' after a space or a tab"},
 		{"admin file with a DEL", nil, []string{"--admin-keys-file", ctl}, "--admin-keys-file: keys: line 4 of the file " + ctl + " holds a control character"},
 		// A Kubernetes Secret of one key per line, passed in a variable.
 		{"client keys on lines in env", []string{"RATEDB_API_KEYS=good-key\nSECRET-2\n"}, nil, "RATEDB_API_KEYS: keys: a key in the value holds a control character, which no HTTP header can carry (separate keys with commas, not line breaks)"},

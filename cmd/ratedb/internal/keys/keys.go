@@ -45,7 +45,9 @@ type Keys struct {
 // Source says where keys come from: a file (one key per line; blank lines
 // and lines starting with '#' are ignored; surrounding spaces trimmed; a
 // key holding a control character other than a tab, which no HTTP header
-// can carry, makes Load return an error naming its line, never the key; a
+// can carry, or a '#' after a space or a tab (a comment after the key,
+// which would be part of it: comments go on lines of their own) makes Load
+// return an error naming its line, never the key; a
 // regular file or a symbolic link to one, of at most fileread.MaxSize
 // bytes, or Load returns an error wrapping fileread.ErrNotRegular or
 // fileread.ErrTooLarge) or, when File is "", a comma-separated environment
@@ -99,6 +101,9 @@ func load(s Source) ([][sha256.Size]byte, error) {
 				if !presentable(line) {
 					return nil, fmt.Errorf("keys: line %d of the file %s holds a control character, which no HTTP header can carry (a file saved as UTF-16 holds NULs: save it as UTF-8)", i+1, s.File)
 				}
+				if inlineComment(line) {
+					return nil, fmt.Errorf("keys: line %d of the file %s holds a '#' after a space or a tab: a comment must be on a line of its own, starting with '#' (it would be part of the key)", i+1, s.File)
+				}
 				raw = append(raw, line)
 			}
 		}
@@ -141,6 +146,13 @@ func presentable(k string) bool {
 		}
 	}
 	return true
+}
+
+// inlineComment reports whether the key line k holds a '#' after a space
+// or a tab: written as a comment after the key ("abc #prod"), it would be
+// part of the key, which would then never match the key sent.
+func inlineComment(k string) bool {
+	return strings.Contains(k, " #") || strings.Contains(k, "\t#")
 }
 
 // HasClientKeys reports whether any client key is configured.

@@ -78,3 +78,26 @@ func TestKeysHeadersCannotCarryAreRefused(t *testing.T) {
 	assert.Equal(t, keys.Client, k.Role("spa ce"))
 	assert.Equal(t, keys.Admin, k.Role("clé\x80"))
 }
+
+// A comment after a key on its line ("abc #prod") was part of the key, so
+// the key sent never matched: Load refuses the line, naming it and never
+// the key. A '#' not after a space or a tab, and a space without a '#',
+// stay part of a key.
+func TestInlineCommentInKeyFileRefused(t *testing.T) {
+	dir := t.TempDir()
+	for name, line := range map[string]string{"space": "SECRET-key #prod", "spaces": "SECRET-key   # prod", "tab": "SECRET-key\t#prod"} {
+		f := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(f, []byte("# keys\nok-key\n"+line+"\n"), 0o600))
+		_, err := keys.Load(keys.Source{}, keys.Source{File: f, Name: "--admin-keys-file"})
+		require.Error(t, err, name)
+		assert.Equal(t, "--admin-keys-file: keys: line 3 of the file "+f+" holds a '#' after a space or a tab: a comment must be on a line of its own, starting with '#' (it would be part of the key)", err.Error())
+		assert.NotContains(t, err.Error(), "SECRET")
+		assert.NotContains(t, err.Error(), "prod")
+	}
+	f := filepath.Join(dir, "good")
+	require.NoError(t, os.WriteFile(f, []byte("  # a comment, indented\nhash#inside\nspa ce\n"), 0o600))
+	k, err := keys.Load(keys.Source{File: f}, keys.Source{})
+	require.NoError(t, err)
+	assert.Equal(t, keys.Client, k.Role("hash#inside"))
+	assert.Equal(t, keys.Client, k.Role("spa ce"))
+}
