@@ -37,7 +37,10 @@
 //     quota_mode descriptor of it is (or an enforced one is). unlimited rules answer OK with limit_remaining 2^32-1 and no
 //     current_limit, and count nothing.
 //   - A store failure answers UNAVAILABLE (Envoy's failure_mode_deny then
-//     decides whether the request passes).
+//     decides whether the request passes). A caller that gave up (its
+//     context ended or its deadline passed) while the store's call ran is
+//     not a store failure: CANCELED or DEADLINE_EXCEEDED, never logged as
+//     a store failure nor failed open.
 //   - is_negative_hits gives the descriptor's hits back (a refund): its
 //     count in the current window falls by the hits, never below zero, and
 //     the descriptor answers OK with what remains. A refund never denies

@@ -105,12 +105,19 @@ func (s *Server) Config() *envoyconf.Config { return s.cfg.Load().cfg }
 // ShouldRateLimit implements the v3 RateLimitService. Errors are gRPC
 // statuses: INVALID_ARGUMENT for a malformed request (nothing counted),
 // UNAVAILABLE when the store failed, CANCELED or DEADLINE_EXCEEDED when the
-// caller gave up.
+// caller gave up (its context ended, or its deadline passed), whatever the
+// store's call ended with: that is not logged as a store failure.
 func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	resp, err := s.Check(ctx, req)
 	if err != nil {
 		st := toStatus(err)
 		if status.Code(st) == codes.Unavailable {
+			if gone := callerGaveUp(ctx); gone != nil {
+				// redisstore reports a call that its caller's context
+				// ended as ErrUnavailable too; Redis did not fail (Envoy
+				// gave up at its rate-limit timeout, 20 ms by default).
+				return nil, toStatus(gone)
+			}
 			// One line a second: while the store is down every call
 			// fails, and a line each would let callers fill the log.
 			if ok, held := s.storeLog.Allow(); ok {
@@ -315,7 +322,9 @@ func (s *Server) failedOpen(err error) {
 // one by one. When
 // the core fails open for a set, every check of it failed open; deciding
 // one by one, only the checks whose own decision failed open did, and the
-// others keep their answers.
+// others keep their answers. A decision that failed open once the caller
+// had given up (callerGaveUp) returns the caller's error instead: the
+// store's call ended because the caller's context did.
 func (s *Server) decide(ctx context.Context, checks []core.Check, independent bool) ([]decided, error) {
 	out := make([]decided, len(checks))
 	if !independent || len(checks) == 1 {
@@ -324,6 +333,9 @@ func (s *Server) decide(ctx context.Context, checks []core.Check, independent bo
 			return nil, err
 		}
 		if d.FailedOpen {
+			if gone := callerGaveUp(ctx); gone != nil {
+				return nil, gone // not a store failure to fail open for
+			}
 			s.failedOpen(d.StoreErr)
 		}
 		for j := range out {
@@ -341,6 +353,9 @@ func (s *Server) decide(ctx context.Context, checks []core.Check, independent bo
 			return nil, err
 		}
 		if d.FailedOpen {
+			if gone := callerGaveUp(ctx); gone != nil {
+				return nil, gone
+			}
 			s.failedOpen(d.StoreErr)
 			out[j].failedOpen = true
 		} else {
@@ -392,6 +407,20 @@ func validDescriptor(i int, d *ratelimitv3.RateLimitDescriptor) error {
 	}
 	if n := len(d.GetEntries()); n > MaxEntries {
 		return fmt.Errorf("%w: descriptor %d has %d entries (at most %d)", ErrInvalidRequest, i, n, MaxEntries)
+	}
+	return nil
+}
+
+// callerGaveUp returns the error of ctx once its caller has given up on the
+// call: ctx ended, or its deadline has passed (a store's socket timeout,
+// set from that deadline, can come before ctx says so). It returns nil
+// otherwise.
+func callerGaveUp(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
 	}
 	return nil
 }
