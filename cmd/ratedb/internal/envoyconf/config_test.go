@@ -163,6 +163,19 @@ descriptors:
 	m := c.Match("d", kv("a_b", "c"))
 	require.NotNil(t, m.Limit)
 	assert.EqualValues(t, 1, m.Limit.RequestsPerUnit)
+
+	// No config key is empty, but a request's empty key is addressed the
+	// same way: key "" with value "x_y" is the entry _x / y.
+	c, err = envoyconf.Parse([]envoyconf.File{{Name: "a.yaml", Data: []byte(`
+domain: d
+descriptors:
+  - {key: _x, value: y, rate_limit: {unit: second, requests_per_unit: 3}}
+`)}})
+	require.NoError(t, err)
+	m = c.Match("d", kv("", "x_y"))
+	require.NotNil(t, m.Limit, "an empty key matches the entry its composite addresses")
+	assert.EqualValues(t, 3, m.Limit.RequestsPerUnit)
+	assert.Nil(t, c.Match("d", kv("", "y")).Limit)
 }
 
 func TestParseErrors(t *testing.T) {
