@@ -71,6 +71,7 @@ type options struct {
 	duration time.Duration
 	targets  string
 	out      string
+	args     []string // the command's arguments, shown in the report
 	ratedb   string
 	rounds   int
 }
@@ -93,7 +94,7 @@ var targetNames = []string{"noop", "ratedb", "envoy-ratelimit"}
 // to answer, or the table cannot be written, and 130 or 143 after SIGINT
 // or SIGTERM, which stop the run.
 func command(args []string) (code int) {
-	var o options
+	o := options{args: args}
 	fs := flag.NewFlagSet("grpcload", flag.ContinueOnError)
 	fs.IntVar(&o.workers, "workers", 64, "concurrent callers (at least 1)")
 	fs.IntVar(&o.conns, "conns", 8, "gRPC connections the callers share (at least 1)")
