@@ -438,12 +438,16 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// waitHTTP polls url until it answers, the deadline passes or ctx ends.
-func waitHTTP(ctx context.Context, url string, cmd *exec.Cmd) error {
+// waitHTTP polls url until it answers, the deadline passes, ctx ends or
+// exited, the channel startProc returned for the process that should
+// answer, is closed (then the error names bin, the process's program).
+func waitHTTP(ctx context.Context, url, bin string, exited <-chan struct{}) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if cmd.ProcessState != nil {
-			return fmt.Errorf("%s exited", cmd.Path)
+		select {
+		case <-exited:
+			return fmt.Errorf("%s exited", bin)
+		default:
 		}
 		resp, err := http.Get(url)
 		if err == nil {
@@ -458,19 +462,21 @@ func waitHTTP(ctx context.Context, url string, cmd *exec.Cmd) error {
 }
 
 // startProc starts a process with its output in dir/name.log; it gets
-// SIGTERM when ctx ends (see cmdsig.Command). The function it returns
+// SIGTERM when ctx ends (see cmdsig.Command). It returns the process, a
+// channel closed once it has exited (read that, never cmd.ProcessState,
+// which the goroutine waiting for the process writes), and a function that
 // stops it (SIGINT, then a kill after 10 s) and waits.
-func startProc(ctx context.Context, dir, name string, env []string, bin string, args ...string) (*exec.Cmd, func(), error) {
+func startProc(ctx context.Context, dir, name string, env []string, bin string, args ...string) (*exec.Cmd, <-chan struct{}, func(), error) {
 	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cmd := cmdsig.Command(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
@@ -484,7 +490,7 @@ func startProc(ctx context.Context, dir, name string, env []string, bin string, 
 		}
 		logf.Close()
 	}
-	return cmd, stop, nil
+	return cmd, exited, stop, nil
 }
 
 // repoRoot is the directory holding go.work, above the working directory.

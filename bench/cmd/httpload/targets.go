@@ -43,12 +43,12 @@ func startRatedb(ctx context.Context, dir string, o options) (*target, error) {
 		// ratedb serve writes the profile when it stops (see README).
 		env = append(env, "RATEDB_CPUPROFILE="+o.cpuprofile)
 	}
-	cmd, stop, err := startProc(ctx, dir, "ratedb", env, bin,
+	cmd, exited, stop, err := startProc(ctx, dir, "ratedb", env, bin,
 		"serve", "--http", addr, "--db", filepath.Join(dir, fmt.Sprintf("bench-%d.db", time.Now().UnixNano())), "--default-limit", "1000000", "--default-window", "1m")
 	if err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, "http://"+addr+"/healthz", cmd); err != nil {
+	if err := waitHTTP(ctx, "http://"+addr+"/healthz", bin, exited); err != nil {
 		stop()
 		return nil, err
 	}
@@ -89,12 +89,12 @@ func startNoop(ctx context.Context) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd, stop, err := startProc(ctx, dir, "noop", nil, self, "-serve-noop", addr)
+	cmd, exited, stop, err := startProc(ctx, dir, "noop", nil, self, "-serve-noop", addr)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := waitHTTP(ctx, "http://"+addr+"/", cmd); err != nil {
+	if err := waitHTTP(ctx, "http://"+addr+"/", self, exited); err != nil {
 		stop()
 		os.RemoveAll(dir)
 		return nil, err
@@ -132,7 +132,7 @@ func startEnvoyRatelimit(ctx context.Context, dir string, o options) (*target, e
 		return nil, err
 	}
 	rport := raddr[strings.LastIndexByte(raddr, ':')+1:]
-	rcmd, rstop, err := startProc(ctx, dir, "redis", nil, redisBin, "--port", rport, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	rcmd, _, rstop, err := startProc(ctx, dir, "redis", nil, redisBin, "--port", rport, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 	if err != nil {
 		return nil, err
 	}
@@ -158,12 +158,12 @@ func startEnvoyRatelimit(ctx context.Context, dir string, o options) (*target, e
 		"HOST=127.0.0.1", "PORT=" + port(addr), "GRPC_HOST=127.0.0.1", "GRPC_PORT=" + port(gaddr),
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT=" + port(daddr),
 	}
-	cmd, stop, err := startProc(ctx, dir, "ratelimit", env, bin)
+	cmd, exited, stop, err := startProc(ctx, dir, "ratelimit", env, bin)
 	if err != nil {
 		rstop()
 		return nil, err
 	}
-	if err := waitHTTP(ctx, "http://"+addr+"/healthcheck", cmd); err != nil {
+	if err := waitHTTP(ctx, "http://"+addr+"/healthcheck", bin, exited); err != nil {
 		stop()
 		rstop()
 		b, _ := os.ReadFile(filepath.Join(dir, "ratelimit.log"))
