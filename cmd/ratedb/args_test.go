@@ -128,6 +128,10 @@ func TestToolArguments(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(stderr, tc.usage), "%v: the usage once", tc.args)
 		assert.Empty(t, out, "%v", tc.args)
 	}
+	// compact's usage says that it keeps the damaged file a rebuild
+	// leaves (see TestCompactSaysHowManyWindowsDamageTook).
+	_, stderr, _ := runTool(t, "compact", "-h")
+	assert.Contains(t, stderr, "kept beside it as FILE.corrupt-<unix-ms>")
 	// A usage error says what is wrong, without showing the arguments
 	// (one after FILE may be a --prefix value: a client's key).
 	for _, tc := range []struct {

@@ -3,6 +3,7 @@
 package main_test
 
 import (
+	"bytes"
 	"context"
 	bin "encoding/binary"
 	"fmt"
@@ -175,6 +176,12 @@ func TestCompactReportsDamagedBlocks(t *testing.T) {
 	out, stderr, code = runTool(t, "compact", path)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, fmt.Sprintf("removed 0 expired windows, dropped %d damaged blocks, ", damaged))
+	// Blocks that fail their checksum are dropped without a rebuild: no
+	// damaged copy is kept, and none is named.
+	kept, err := filepath.Glob(path + ".corrupt-*")
+	require.NoError(t, err)
+	assert.Empty(t, kept)
+	assert.NotContains(t, stderr, "kept as")
 	assert.Contains(t, stderr, fmt.Sprintf("warning: %s was damaged: %d damaged blocks were dropped, and with them %d windows; ", path, damaged, 5_000-listed(t, path)))
 
 	out, stderr, code = runTool(t, "inspect", path)
@@ -241,10 +248,22 @@ func TestCompactSaysHowManyWindowsDamageTook(t *testing.T) {
 			_, err = f.WriteAt(make([]byte, ps), int64(tc.page(root, branch))*int64(ps))
 			require.NoError(t, err)
 			require.NoError(t, f.Close())
+			damaged, err := os.ReadFile(path)
+			require.NoError(t, err)
 
 			out, stderr, code := runTool(t, "compact", path)
 			require.Equal(t, 0, code, stderr)
 			assert.Contains(t, out, "removed 0 expired windows, dropped 1 damaged blocks, ")
+			// ratedb rebuilt the file around the damaged page and kept
+			// the damaged file, as it was, beside it: compact says where
+			// (README, compact -h) and leaves it.
+			kept, err := filepath.Glob(path + ".corrupt-*")
+			require.NoError(t, err)
+			require.Len(t, kept, 1, "the damaged file is kept beside it")
+			assert.Contains(t, stderr, "ratedb compact: the damaged file was kept as "+kept[0]+" ")
+			b, err := os.ReadFile(kept[0])
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(damaged, b), "the copy is the damaged file as it was")
 			lost := 20_000 - listed(t, path)
 			require.Positive(t, lost)
 			assert.Contains(t, stderr, fmt.Sprintf("warning: %s was damaged: 1 damaged blocks were dropped, and with them %d windows; ", path, lost))

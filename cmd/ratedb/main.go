@@ -358,7 +358,9 @@ func runCompact(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: ratedb compact FILE\n\nremoves the expired windows of FILE and rewrites it to reclaim space (refuses while it is in use)\n")
+		fmt.Fprintf(fs.Output(), "usage: ratedb compact FILE\n\nremoves the expired windows of FILE and rewrites it to reclaim space (refuses while it is in use).\n"+
+			"A FILE with damaged pages is rebuilt from its sound blocks of windows first, as serve would, and the damaged\n"+
+			"file kept beside it as FILE.corrupt-<unix-ms> (compact names it; it never removes it: remove it once it is of no use)\n")
 	}
 	if err := parseQuietly(fs, args, stderr); err != nil {
 		return err
@@ -377,6 +379,7 @@ func runCompact(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "ratedb compact: before the error, the janitor pass removed %d expired windows and dropped %d damaged blocks from %s in place\n",
 				res.Cleaned, res.Damaged, args[0])
 		}
+		keptAs(stderr, res)
 		return err
 	}
 	if res.Damaged > 0 {
@@ -387,6 +390,7 @@ func runCompact(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "ratedb compact: warning: %s was damaged: %d damaged blocks were dropped, and with them %s; their counts are lost (they were unreadable: serve would have counted them anew)\n",
 			args[0], res.Damaged, lost)
 	}
+	keptAs(stderr, res)
 	if _, err := fmt.Fprintf(stdout, "compacted %s: removed %d expired windows, dropped %d damaged blocks, %d -> %d bytes\n",
 		args[0], res.Cleaned, res.Damaged, res.Before, res.After); err != nil {
 		// A script reading the summary must not take its absence for
@@ -394,6 +398,14 @@ func runCompact(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s was compacted, but its summary could not be written: %w", args[0], err)
 	}
 	return nil
+}
+
+// keptAs says on stderr where ratedb kept the damaged file when compact's
+// open rebuilt it (res.KeptAs), if it did.
+func keptAs(stderr io.Writer, res tools.CompactResult) {
+	if res.KeptAs != "" {
+		fmt.Fprintf(stderr, "ratedb compact: the damaged file was kept as %s (ratedb rebuilt the file around its damaged pages); the compacted file does not need it: remove it once it is of no use\n", res.KeptAs)
+	}
 }
 
 // fileArgProblem says what is wrong with args, the arguments left after

@@ -33,6 +33,12 @@ type CompactResult struct {
 	Lost int64
 	// Before and After are the file's sizes in bytes.
 	Before, After int64
+	// KeptAs is the path of the copy of the damaged file that ratedb kept
+	// when it rebuilt a file with damaged pages ("<path>.corrupt-<unix-ms>",
+	// beside the file: the windows in its damaged places are in no other
+	// file), or "" if it rebuilt none. Compact never removes it: the
+	// operator does, once it is of no more use.
+	KeptAs string
 }
 
 // Compact removes the expired windows of the ratedb file at path (ratedb's
@@ -46,7 +52,9 @@ type CompactResult struct {
 //
 // The janitor pass drops the file's damaged blocks, as serve's would:
 // CompactResult.Damaged counts them, and CompactResult.Lost the windows
-// they held. It changes the file in place, before
+// they held. A file with damaged pages is first rebuilt by ratedb, as serve
+// would rebuild it, which keeps the damaged file beside it as
+// "<path>.corrupt-<unix-ms>" (CompactResult.KeptAs). It changes the file in place, before
 // the rewrite: when Compact fails after it, the result it returns with the
 // error still says what the pass removed.
 //
@@ -74,6 +82,9 @@ func Compact(path string) (CompactResult, error) {
 	if err != nil {
 		held = -1 // ratedb.Open says what is wrong, or repairs it
 	}
+	// The damaged copy a rebuild keeps is the one that was not there
+	// before.
+	copies := corruptCopies(path)
 	db, err := ratedb.Open(path, &ratedb.Options{MaxHotKeys: 1024, SnapshotPeriod: -1, CleanPeriod: -1, OpenTimeout: lockTimeout})
 	if errors.Is(err, ratedb.ErrLocked) {
 		return res, fmt.Errorf("%s: %w", path, ErrInUse)
@@ -85,6 +96,11 @@ func Compact(path string) (CompactResult, error) {
 	res.Cleaned, err = db.Clean()
 	if cerr := db.Close(); err == nil {
 		err = cerr
+	}
+	for n := range corruptCopies(path) {
+		if !copies[n] {
+			res.KeptAs = filepath.Join(filepath.Dir(path), n)
+		}
 	}
 	stats := db.Stats()
 	res.Damaged, res.Lost = stats.CorruptSkipped, -1
@@ -211,6 +227,21 @@ func removeCompactLeftovers(path string) {
 			_ = os.Remove(filepath.Join(dir, n))
 		}
 	}
+}
+
+// corruptCopies returns the names of the regular files beside the file at
+// path that ratedb named as copies of it it kept damaged:
+// "<name>.corrupt-N", N a time in milliseconds.
+func corruptCopies(path string) map[string]bool {
+	dir, name := filepath.Dir(path), filepath.Base(path)
+	ents, _ := os.ReadDir(dir)
+	m := map[string]bool{}
+	for _, e := range ents {
+		if n := e.Name(); isTempName(n, name+".corrupt-") && e.Type().IsRegular() {
+			m[n] = true
+		}
+	}
+	return m
 }
 
 // isTempName reports whether n is prefix followed by one or more decimal
