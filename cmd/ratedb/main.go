@@ -344,14 +344,19 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if given["envoy-domain"] {
 		p = grpcapi.KeyPrefix(*domain, entries...)
 	}
-	ws, sum, err := tools.Inspect(fs.Arg(0), p, time.Now())
+	l, err := tools.List(fs.Arg(0), p, time.Now())
 	if err != nil {
 		return err
 	}
+	write := tools.WriteText
 	if *asJSON {
-		return tools.WriteJSON(stdout, ws, sum)
+		write = tools.WriteJSON
 	}
-	return tools.WriteText(stdout, ws, sum)
+	err = write(stdout, l)
+	if cerr := l.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func runCompact(args []string, stdout, stderr io.Writer) error {
