@@ -195,7 +195,8 @@ func (s *Server) rule(w http.ResponseWriter, r *http.Request) {
 
 // rulesStoreFailed answers a change of the rules that could not be saved: 503
 // when the store is unavailable (Redis does not answer), 507 when the rules
-// would not fit the rules file's bound (rules.ErrRulesFileFull), 500
+// would not fit their bound (rules.ErrRulesFileFull: the rules file's or,
+// with --redis, the Redis value's), 500
 // otherwise.
 func (s *Server) rulesStoreFailed(w http.ResponseWriter, err error) {
 	s.opts.Logger.Error("saving rules failed", "err", err)
@@ -204,7 +205,7 @@ func (s *Server) rulesStoreFailed(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusServiceUnavailable, "the rules store is unavailable", nil)
 		return
 	case errors.Is(err, rules.ErrRulesFileFull):
-		writeError(w, http.StatusInsufficientStorage, "the rules would not fit the rules file (at most 256 MiB): delete rules first", nil)
+		writeError(w, http.StatusInsufficientStorage, "the rules would not fit their bound (at most 256 MiB): delete rules first", nil)
 		return
 	}
 	writeError(w, http.StatusInternalServerError, "saving the rules failed", nil)

@@ -125,10 +125,6 @@ func describeURLError(err error) string {
 	return "not a redis:// URL (redis://host:port/db) or a comma list of Cluster addresses"
 }
 
-// ErrClusterNode is returned by CheckNotClusterNode for a single address
-// that is a node of a Redis Cluster.
-var ErrClusterNode = errors.New("--redis names one node of a Redis Cluster: give the nodes as a comma list (one node and a trailing comma is enough: redis://host:port,) so that keys on the other nodes are reached")
-
 // CheckNotClusterNode reports ErrClusterNode when c is a client of one
 // server (not a ClusterClient) and that server runs in Cluster mode: keys
 // that hash to the other nodes' slots would then answer MOVED and every
@@ -240,11 +236,27 @@ var (
 // for concurrent use, by any number of processes: Update is an optimistic
 // transaction (WATCH, then MULTI/EXEC), so two instances that change rules
 // at once both keep their change.
+//
+// The rules' JSON value holds at most rules.MaxFileSize bytes (256 MiB), as
+// the rules file does: Load refuses a larger value without reading it
+// (ErrRulesTooLarge), and Update refuses to write one (rules.ErrRulesFileFull,
+// which the API answers 507).
 type RulesStorage struct {
 	C redis.UniversalClient
 	// Timeout bounds one Load or one Update: ten times --redis-timeout,
 	// at least 1 s. Zero: 1 s.
 	Timeout time.Duration
+
+	maxSize int // the bound in bytes, set by tests; zero: rules.MaxFileSize
+}
+
+// limit is the bound of the rules' value in bytes: rules.MaxFileSize,
+// unless a test set another.
+func (r RulesStorage) limit() int {
+	if r.maxSize > 0 {
+		return r.maxSize
+	}
+	return rules.MaxFileSize
 }
 
 // CallTimeout is the bound of one Load or Update: Timeout, at least 1 s.
@@ -258,17 +270,36 @@ const updateAttempts = 16
 func (r RulesStorage) Load() ([]rules.Stored, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.CallTimeout())
 	defer cancel()
-	return loadRules(ctx, r.C)
+	return loadRules(ctx, r.C, r.limit())
 }
 
-// loadRules reads the rules through c (a client or a transaction).
-func loadRules(ctx context.Context, c redis.Cmdable) ([]rules.Stored, error) {
-	b, err := c.Get(ctx, RulesKey).Bytes()
+// boundedGet answers the value of KEYS[1] if it holds at most ARGV[1]
+// bytes, else its length (an integer), in one atomic step: a value over
+// the bound is never sent. No key answers nil.
+var boundedGet = redis.NewScript(`
+local n = redis.call('STRLEN', KEYS[1])
+if n > tonumber(ARGV[1]) then return n end
+return redis.call('GET', KEYS[1])
+`)
+
+// loadRules reads the rules through c (a client or a transaction), if
+// their value holds at most limit bytes.
+func loadRules(ctx context.Context, c redis.Cmdable, limit int) ([]rules.Stored, error) {
+	v, err := boundedGet.Run(ctx, c, []string{RulesKey}, limit).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rules: reading %s from Redis: %w (%w)", RulesKey, err, ratedb.ErrUnavailable)
+	}
+	var b []byte
+	switch v := v.(type) {
+	case string:
+		b = []byte(v)
+	case int64:
+		return nil, fmt.Errorf("rules: %s in Redis holds %d bytes: %w", RulesKey, v, ErrRulesTooLarge)
+	default:
+		return nil, fmt.Errorf("rules: reading %s from Redis: an answer of type %T (%w)", RulesKey, v, ratedb.ErrUnavailable)
 	}
 	var rs []rules.Stored
 	if err := json.Unmarshal(b, &rs); err != nil {
@@ -325,7 +356,7 @@ func (r RulesStorage) Update(f func([]rules.Stored) ([]rules.Stored, error)) err
 // update is one attempt of Update, in the WATCH transaction tx. It returns
 // redis.TxFailedErr if another client wrote the rules since tx's WATCH.
 func (r RulesStorage) update(ctx context.Context, tx *redis.Tx, f func([]rules.Stored) ([]rules.Stored, error)) error {
-	cur, err := loadRules(ctx, tx)
+	cur, err := loadRules(ctx, tx, r.limit())
 	if err != nil {
 		return err
 	}
@@ -336,6 +367,10 @@ func (r RulesStorage) update(ctx context.Context, tx *redis.Tx, f func([]rules.S
 	b, err := json.Marshal(next)
 	if err != nil {
 		return err
+	}
+	if len(b) > r.limit() {
+		// Never write a value that every Load would then refuse.
+		return fmt.Errorf("rules: writing %d rules (%d bytes) to %s in Redis: %w", len(next), len(b), RulesKey, rules.ErrRulesFileFull)
 	}
 	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, RulesKey, b, 0)

@@ -61,7 +61,8 @@ type fileFormat struct {
 // stored (a "<" of YAML is "\u003c" here), under 100 MiB: it fits with
 // room to spare for the rules added through the API. Past the bound, Save
 // refuses the change (ErrRulesFileFull) rather than write a file the next
-// start would refuse.
+// start would refuse. The rules' value in Redis (--redis) has the same
+// bound.
 const MaxFileSize = 256 << 20
 
 // RulesPath is the rules file kept beside the state file dbPath.

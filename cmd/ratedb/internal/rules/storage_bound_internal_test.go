@@ -96,7 +96,7 @@ func TestSaveRefusesRulesLargerThanTheBound(t *testing.T) {
 	require.NoError(t, err)
 	_, err = m.Put(r1)
 	require.ErrorIs(t, err, ErrRulesFileFull)
-	assert.Regexp(t, `^rules: saving 2 rules \(\d+ bytes\): rules: the rules file would be larger than its bound`, err.Error())
+	assert.Regexp(t, `^rules: saving 2 rules \(\d+ bytes\): rules: the stored rules would be larger than their bound`, err.Error())
 	_, ok := m.Current().Get("r1")
 	assert.False(t, ok, "the rule refused is not served")
 	after, err := os.ReadFile(path)
