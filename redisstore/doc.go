@@ -11,7 +11,8 @@
 // Every call is one Lua script run on the server (EVALSHA, falling back to
 // EVAL after a restart or failover emptied the script cache), so a decision
 // and its update are atomic however many processes share the key, and every
-// key is written together with its expiry (SET ... PX): no key is ever left
+// key is written together with its expiry (SET ... PXAT, the end of its
+// latest window on Redis's clock; PX with LocalClock): no key is ever left
 // without a TTL. A Layered limiter keeps all its tiers in one Redis key, and
 // every key of one user key carries the same hash tag (the user key, never
 // the prefix), so each call touches one slot of a Redis Cluster.

@@ -7,13 +7,20 @@ package redisstore
 // this store wrote: load and windowScript refuse it, as decodeRead does.
 //
 // A counter key holds "c1,e1,c2,e2,…": the count and the window end of each
-// tier (one tier for a Window). It is always written with SET … PX, the
-// value and its expiry in one command, the expiry being the end of the
-// latest tier's window: no key ever exists without a TTL. With LocalClock
-// (a non-empty now argument), the expiry is one more scale (the largest
-// tier's) later: Redis counts a TTL down by its own clock, and a caller's
-// clock that was stepped back, or runs behind Redis's by less than a scale,
-// must not see a key vanish before the window it holds has ended.
+// tier (one tier for a Window). It is always written with SET and an
+// expiry, the value and its expiry in one command, the expiry being the end
+// of the latest tier's window: no key ever exists without a TTL. With
+// ServerClock (an empty now argument) the expiry is that end itself, on
+// Redis's clock: SET … PXAT end. Not PX (end - now): Redis adds a PX to its
+// own time of the command, which from Redis 7.2 on is the time the script
+// started (commandTimeSnapshot), earlier than the TIME the script read, so
+// the key would expire before its window's end, by the script's time
+// before its TIME call, and a call in that gap would open the window again
+// at zero. With LocalClock (a non-empty now argument), the expiry is PX
+// (end - now) plus one more scale (the largest tier's): Redis counts a TTL
+// down by its own clock, and a caller's clock that was stepped back, or
+// runs behind Redis's by less than a scale, must not see a key vanish
+// before the window it holds has ended.
 //
 // A stored end later than one scale after now (written by an instance whose
 // clock is ahead, or before the clock stepped back or Redis failed over to a
@@ -86,6 +93,14 @@ local function nextEnd(alg, now, scale, off)
   if r < 0 then q = q - 1 elseif r >= scale then q = q + 1 end
   return q * scale + scale + off
 end
+-- expiry returns the SET option and its value that make a key whose
+-- latest window ends at e expire (see the comment at the top of
+-- scripts.go): PXAT e on Redis's clock, or with a caller's clock PX from
+-- now to e plus slack.
+local function expiry(now, e, slack)
+  if ARGV[1] == '' then return 'PXAT', e end
+  return 'PX', e - now + slack
+end
 `
 
 // countScript is Hit and Inc, for a Window (one tier) or a Layered limiter.
@@ -146,7 +161,7 @@ if reply[1] == 0 or over then
   if capped then
     local maxEnd = 0
     for i = 2, #st, 2 do if st[i] > maxEnd then maxEnd = st[i] end end
-    redis.call('SET', KEYS[1], encode(st), 'PX', maxEnd - now + slack)
+    redis.call('SET', KEYS[1], encode(st), expiry(now, maxEnd, slack))
   end
   return reply
 end
@@ -161,7 +176,7 @@ if dk then
   local prev = redis.call('SET', dk, encode(reply), 'NX', 'PX', ARGV[#ARGV], 'GET')
   if prev then return decode(prev) end
 end
-redis.call('SET', KEYS[1], encode(state), 'PX', maxEnd - now + slack)
+redis.call('SET', KEYS[1], encode(state), expiry(now, maxEnd, slack))
 return reply
 `)
 
@@ -192,12 +207,12 @@ if cur then
     return redis.error_reply('RATEDB_BADVALUE a counter key holds a value ratedb did not write')
   end
 end
-local slack = 0
-if ARGV[1] ~= '' then slack = scale end
+local px, base = 'PXAT', 0 -- the expiry: see expiry in prelude
+if ARGV[1] ~= '' then px, base = 'PX', now - scale end
 if e > now + scale then
   e = now + scale
   if mode == 'h' and c > limit - inc then
-    redis.call('SET', KEYS[1], string.format('%d,%d', c, e), 'PX', e - now + slack)
+    redis.call('SET', KEYS[1], string.format('%d,%d', c, e), px, e - base)
   end
 elseif e <= now then
   c = 0
@@ -216,7 +231,7 @@ end
 c = c + inc
 local v
 if c < 1e14 and e < 1e14 and e > -1e14 then v = c .. ',' .. e else v = string.format('%d,%d', c, e) end
-redis.call('SET', KEYS[1], v, 'PX', e - now + slack)
+redis.call('SET', KEYS[1], v, px, e - base)
 return {1, now, c, e, 1}
 `)
 
@@ -244,9 +259,7 @@ local st = load(KEYS[1], 1)
 local e
 if alg ~= 2 and st[2] and st[2] > now then e = math.min(st[2], now + scale) end
 if not e then e = nextEnd(alg, now, scale, off) end
-local slack = 0
-if ARGV[1] ~= '' then slack = scale end
-redis.call('SET', KEYS[1], encode({count, e}), 'PX', e - now + slack)
+redis.call('SET', KEYS[1], encode({count, e}), expiry(now, e, scale))
 return count
 `)
 
@@ -288,7 +301,7 @@ end
 -- A capped end is stored with a change (a capped window is open, so a
 -- refund changes it; an undo that matches no tier writes nothing, as the
 -- embedded DB's).
-if changed then redis.call('SET', KEYS[1], encode(st), 'PX', maxEnd - now + slack) end
+if changed then redis.call('SET', KEYS[1], encode(st), expiry(now, maxEnd, slack)) end
 return out
 `)
 
