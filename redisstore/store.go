@@ -119,6 +119,16 @@ type Options struct {
 	// Clock is the time source: ServerClock (default) or LocalClock(f).
 	Clock Clock
 
+	// OnTime, if not nil, is called with the time by Clock (Redis's TIME,
+	// with ServerClock) at which a call's script ran, in whole
+	// milliseconds, after every Hit, Inc, Refund, Undo, Get, ExpiresAt and
+	// State that Redis answered. A caller that reports how long until a
+	// window ends (a ResetAt) can measure it on the clock the window is
+	// on, rather than on its own, which may differ from Redis's. It is
+	// called on the caller's goroutine, holding no lock, and must be safe
+	// for concurrent use. Default nil.
+	OnTime func(time.Time)
+
 	// DedupWindow decides what happens to a counting call (Hit, Inc) whose
 	// reply is lost after Redis may have run it: a retry must not count it
 	// twice.
@@ -155,6 +165,7 @@ type Store struct {
 	prefix  string
 	timeout time.Duration
 	now     func() time.Time // nil: ServerClock
+	onTime  func(time.Time)  // Options.OnTime
 	dedupMS string           // DedupWindow in ms; "" when off (counting calls are not retried)
 	inline  bool             // the client honours context deadlines itself
 
@@ -216,6 +227,7 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 		prefix:  o.Prefix,
 		timeout: o.Timeout,
 		now:     o.Clock.now,
+		onTime:  o.OnTime,
 		inline:  honoursDeadlines(client),
 		idBase:  hex.EncodeToString(seed[:]) + ".",
 	}
@@ -264,6 +276,13 @@ var minTime = time.UnixMilli(0)
 
 // maxTime is the first instant past the clock's range.
 var maxTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// ran reports a script's time (Unix milliseconds) to Options.OnTime.
+func (s *Store) ran(ms int64) {
+	if s.onTime != nil {
+		s.onTime(time.UnixMilli(ms))
+	}
+}
 
 // requestID returns a new id for a counted call, "" if deduplication is
 // off.
@@ -444,7 +463,11 @@ func (sp *spec) count(ctx context.Context, key string, hit bool, increment int64
 		}
 		return false, 0, nil, err
 	}
-	return decodeCount(v, len(sp.scales))
+	allowed, t, ts, err := decodeCount(v, len(sp.scales))
+	if err == nil {
+		sp.s.ran(t)
+	}
+	return allowed, t, ts, err
 }
 
 // read returns every tier's count and end as the key's stored value holds
@@ -458,7 +481,11 @@ func (sp *spec) read(ctx context.Context, key string) ([]tierState, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeRead(v, sp.scales)
+	ts, err := decodeRead(v, sp.scales)
+	if err == nil {
+		sp.s.ran(v.([]any)[0].(int64)) // decodeRead checked both
+	}
+	return ts, err
 }
 
 // refund runs refundScript on key's counter, once (a refund resent would
@@ -482,7 +509,11 @@ func (sp *spec) refund(ctx context.Context, key string, amount int64, ends ...in
 	if err != nil {
 		return nil, err
 	}
-	return decodeRefund(v, len(sp.scales))
+	ts, err := decodeRefund(v, len(sp.scales))
+	if err == nil {
+		sp.s.ran(v.([]any)[0].(int64)) // decodeRefund checked both
+	}
+	return ts, err
 }
 
 // reset deletes key's counter.

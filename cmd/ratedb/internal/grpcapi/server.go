@@ -36,9 +36,10 @@ type Options struct {
 	// even when another descriptor of the same request is over its limit.
 	// Default false: a request's descriptors are decided all-or-nothing.
 	Independent bool
-	// Clock is the time duration_until_reset is measured from. Default:
-	// the wall time at New plus the monotonic time since, which follows no
-	// step of the wall clock.
+	// Clock is the time duration_until_reset is measured from: the clock
+	// of the store's windows (with --redis, Redis's as followed by a
+	// redisstate.Clock). Default: the wall time at New plus the monotonic
+	// time since, which follows no step of the wall clock.
 	Clock func() time.Time
 	// Logger receives config reload messages (never descriptor values).
 	// Default slog.Default().

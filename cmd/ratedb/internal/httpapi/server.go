@@ -33,6 +33,12 @@ type Options struct {
 	// EnvoyRules, when not nil, returns the Envoy config's rules, listed
 	// read-only under "envoy" in GET /v1/rules.
 	EnvoyRules func() any
+	// Clock is the clock of the store's windows, on which reset_in_second
+	// is measured: with --redis, Redis's as followed by a
+	// redisstate.Clock. Default: the wall time at New plus Go's monotonic
+	// time since, which follows the embedded DB's default clock (no step
+	// of the wall clock moves either).
+	Clock func() time.Time
 }
 
 // Server is the HTTP handler of the service. It is safe for concurrent use.
@@ -44,9 +50,17 @@ type Server struct {
 	storeLog logthrottle.Throttle // of the "store failed" lines
 }
 
-// now is the wall time at New plus Go's monotonic time since: like the
+// local is the wall time at New plus Go's monotonic time since: like the
 // embedded DB's default clock, it follows no step of the wall clock.
-func (s *Server) now() time.Time { return s.start.Add(time.Since(s.start)) }
+func (s *Server) local() time.Time { return s.start.Add(time.Since(s.start)) }
+
+// now is the time on the store's clock: Options.Clock, else local.
+func (s *Server) now() time.Time {
+	if s.opts.Clock != nil {
+		return s.opts.Clock()
+	}
+	return s.local()
+}
 
 // New returns the service's handler.
 func New(opts Options) *Server {
@@ -54,7 +68,7 @@ func New(opts Options) *Server {
 		opts.DenyStatus = http.StatusOK
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), start: time.Now()}
-	s.storeLog.Now = s.now
+	s.storeLog.Now = s.local
 	s.mux.HandleFunc("/v1/check", s.check)
 	s.mux.HandleFunc("/v1/rules", s.listRules)
 	s.mux.HandleFunc("/v1/rules/match", s.matchRule)

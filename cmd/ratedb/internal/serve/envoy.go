@@ -155,8 +155,9 @@ func (e *EnvoyConfig) loadOptions() envoyconf.LoadOptions {
 // startEnvoy starts the gRPC server when --grpc is set, with the TLS
 // configuration tlsConf (nil: plaintext) from loadTLS and the config l
 // from loadConfig; it returns nil otherwise. The config's loads, the one
-// at start included, are recorded in m.
-func startEnvoy(e EnvoyConfig, tlsConf *tls.Config, l *envoyLoad, cr *core.Core, m *metrics.Metrics, log *slog.Logger) (*envoyService, error) {
+// at start included, are recorded in m. clock is the store's (nil: the
+// gRPC server's default).
+func startEnvoy(e EnvoyConfig, tlsConf *tls.Config, l *envoyLoad, cr *core.Core, m *metrics.Metrics, clock func() time.Time, log *slog.Logger) (*envoyService, error) {
 	if e.GRPC == "" {
 		return nil, nil
 	}
@@ -171,7 +172,7 @@ func startEnvoy(e EnvoyConfig, tlsConf *tls.Config, l *envoyLoad, cr *core.Core,
 		log.Warn("--grpc without --envoy-config: no domain is configured, so every descriptor answers OK with no limit")
 	}
 	srv := grpcapi.New(cr, cfg, &grpcapi.Options{Independent: e.Independent, Logger: log, Load: lo,
-		ShadowMode: e.ShadowMode, QuotaMode: e.QuotaMode})
+		ShadowMode: e.ShadowMode, QuotaMode: e.QuotaMode, Clock: clock})
 	streams := uint32(e.MaxStreams)
 	if streams == 0 {
 		streams = grpcapi.DefaultMaxConcurrentStreams

@@ -89,7 +89,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 		log.Info("imported rules", "file", c.Rules, "rules", len(fileRules))
 	}
 	m := metrics.New(st.collectors...)
-	cr := core.New(st.store, core.Options{Observer: m, FailOpen: c.FailOpen})
+	cr := core.New(st.store, core.Options{Observer: m, FailOpen: c.FailOpen, Clock: st.clock})
 	// The HTTP port is bound before the gRPC server starts: an --http that
 	// cannot be bound (taken by another process, or by --grpc's own
 	// listener) ends the start before anything has served or been logged
@@ -98,7 +98,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	if err != nil {
 		return errors.Join(fmt.Errorf("--http: %w", err), closeDB())
 	}
-	envoy, err := startEnvoy(c.Envoy, tlsConf, envoyConf, cr, m, log)
+	envoy, err := startEnvoy(c.Envoy, tlsConf, envoyConf, cr, m, st.clock, log)
 	if err != nil {
 		_ = ln.Close() // never served: nothing to report
 		return errors.Join(err, closeDB())
@@ -120,7 +120,7 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 
 	h := httpapi.New(httpapi.Options{
 		Core: cr, Rules: rm, Keys: k, Metrics: m.Handler(), DenyStatus: c.DenyStatus,
-		LogKeys: c.LogKeys, Logger: log, Ready: st.ready, EnvoyRules: envoy.Rules,
+		LogKeys: c.LogKeys, Logger: log, Ready: st.ready, EnvoyRules: envoy.Rules, Clock: st.clock,
 	})
 	srv := &http.Server{
 		Handler:           h,

@@ -26,8 +26,12 @@ var rulesReloadPeriod = 2 * time.Second // a variable for tests
 
 // state is where the service keeps counts and rules.
 type state struct {
-	name        string // for logs: the file, or "redis"
-	store       core.Store
+	name  string // for logs: the file, or "redis"
+	store core.Store
+	// clock is the clock of the store's windows, on which the APIs
+	// measure the time until a window ends; nil: each API's default (this
+	// host's clock, which the embedded DB's follows).
+	clock       func() time.Time
 	rules       rules.Storage
 	collectors  []prometheus.Collector
 	ready       func(context.Context) error
@@ -87,6 +91,10 @@ func (l *redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	}
 }
 
+// testRedisClock is the Redis store's clock: redisstore.ServerClock, or
+// another a test sets, as a Redis whose TIME is not this host's.
+var testRedisClock redisstore.Clock
+
 func openRedis(c *Config, log *slog.Logger) (*state, error) {
 	redis.SetLogger(&redisLogger{log: log})
 	client, err := redisstate.NewClient(c.Redis)
@@ -103,7 +111,10 @@ func openRedis(c *Config, log *slog.Logger) (*state, error) {
 		client.Close()
 		return nil, err
 	}
-	rs, err := redisstore.New(client, &redisstore.Options{Timeout: c.RedisTimeout})
+	// The scripts read Redis's clock (ServerClock): the APIs measure the
+	// time until a window ends on it too, as every answer reports it.
+	clock := redisstate.NewClock()
+	rs, err := redisstore.New(client, &redisstore.Options{Timeout: c.RedisTimeout, Clock: testRedisClock, OnTime: clock.Observe})
 	if err != nil {
 		client.Close()
 		return nil, err
@@ -111,6 +122,7 @@ func openRedis(c *Config, log *slog.Logger) (*state, error) {
 	return &state{
 		name:  "redis",
 		store: redisstate.Store{S: rs},
+		clock: clock.Now,
 		rules: rulesStorage,
 		// Ready when Redis accepts a write within the bound of a check's
 		// call: a PING is answered by a replica, by a Redis out of memory
