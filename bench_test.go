@@ -3,8 +3,11 @@ package ratedb_test
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ratedb/ratedb"
 	"github.com/ratedb/ratedb/internal/layout"
@@ -188,6 +191,53 @@ func BenchmarkDB_Snapshot(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "windows/s")
+		})
+	}
+}
+
+// BenchmarkFlood hits a file with distinct new keys, each once, from
+// GOMAXPROCS goroutines, with MaxHotKeys 1,000,000 and the default snapshot
+// backlog: bench/cmd/flood's workload, without its count check. "file" runs
+// it as it is; "no_file_write" discards every snapshot's writes (the windows
+// are lost), which times what is left when the file costs nothing: a new
+// key's hit path, the snapshots' copy and sort, and the windows leaving
+// memory once written. No layout of the file can make the flood faster
+// than that. The flood reaches its steady state only past MaxHotKeys keys:
+//
+//	go test -run '^$' -bench Flood -benchtime 8000000x
+func BenchmarkFlood(b *testing.B) {
+	for _, mode := range []string{"file", "no_file_write"} {
+		b.Run(mode, func(b *testing.B) {
+			if mode == "no_file_write" {
+				defer ratedb.DiscardSnapshotWrites()()
+			}
+			db, err := ratedb.Open(tempPath(b), &ratedb.Options{MaxHotKeys: 1_000_000})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			w, err := db.Window(ratedb.FixedWindow, time.Hour)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var next atomic.Int64
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				var buf [20]byte
+				for pb.Next() {
+					k := strconv.AppendInt(append(buf[:0], 'f'), next.Add(1), 10)
+					r, err := w.Hit(ctx, unsafe.String(&k[0], len(k)), 1<<62, 1)
+					if err != nil || !r.Allowed || r.Count != 1 {
+						b.Errorf("a new key's first hit: %+v, %v", r, err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			st := db.Stats()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "hits/s")
+			b.ReportMetric(float64(st.BacklogWaits), "backlog-waits")
+			b.ReportMetric(0, "ns/op")
 		})
 	}
 }
