@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -258,4 +259,76 @@ func TestKeysUsedTwiceDoNotFlushTheCache(t *testing.T) {
 		}
 	}
 	t.Fatalf("at best %d of %d busy windows were still in the cache after the keys used twice", best, floodBusy)
+}
+
+// A new window's first use while the cache is full (it is not offered, see
+// acquire) is counted in the cache's frequency sketch through the reporter,
+// off the hit path, and not by a Get on it: made there, under the shard's
+// lock, the Get's look-up in the cache's store missed the CPU cache and was
+// a fifth of a flood's new key (BenchmarkFlood).
+func TestUnofferedUseGoesThroughTheReporter(t *testing.T) {
+	if underRace {
+		t.Skip("the race detector empties the pool where the reporter batches its reports")
+	}
+	var (
+		mu  sync.Mutex
+		got = map[uint64]bool{}
+	)
+	testReportGet = func(h uint64) {
+		mu.Lock()
+		got[h] = true
+		mu.Unlock()
+	}
+	defer func() { testReportGet = nil }()
+	now := time.UnixMilli(1_767_225_600_000)
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{
+		Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 16,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w, _ := db.Window(FixedWindow, time.Hour)
+	ctx := context.Background()
+	for i := range 16 {
+		if _, err := w.Hit(ctx, fmt.Sprint("busy-", i), 100, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.cache.Wait()
+	if hot := db.hotWindows.Load(); hot != 16 {
+		t.Fatalf("%d hot windows after 16 keys, want the cache full (16)", hot)
+	}
+	const fresh = 4096
+	hs := make([]uint64, fresh)
+	for i := range hs {
+		k := fmt.Sprint("new-", i)
+		hs[i] = w.hash(k)
+		if _, err := w.Hit(ctx, k, 100, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hot := db.hotWindows.Load(); hot != 16 {
+		t.Fatalf("%d hot windows after the new keys, want 16: a new key was offered at its first use", hot)
+	}
+	// Every full batch of 512 reaches the reporter's goroutine (none is
+	// dropped: one goroutine fills them); a partly filled one per
+	// processor stays in its pool, and a garbage collection may drop one.
+	// Poll, yielding the processor, for at most 20 seconds.
+	count := func() (n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, h := range hs {
+			if got[h] {
+				n++
+			}
+		}
+		return n
+	}
+	want := fresh / 2
+	for deadline := time.Now().Add(20 * time.Second); count() < want; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d first uses reached the cache through the reporter, want at least %d", count(), fresh, want)
+		}
+	}
 }

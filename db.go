@@ -169,7 +169,12 @@ func Open(path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("ratedb: creating cache: %w", err)
 	}
 	db.cache = cache
-	db.reports = newReporter(func(h uint64) { cache.Get(h) })
+	db.reports = newReporter(func(h uint64) {
+		if testReportGet != nil {
+			testReportGet(h)
+		}
+		cache.Get(h)
+	})
 	db.wg.Add(1)
 	go func() {
 		defer db.wg.Done()

@@ -5,6 +5,10 @@ import (
 	"sync/atomic"
 )
 
+// testReportGet, when set by a test before Open, is called with every hash
+// the reporter passes to the cache.
+var testReportGet func(h uint64)
+
 // reportBatchLen is how many sampled uses a reportBatch carries.
 const reportBatchLen = 512
 
@@ -20,14 +24,17 @@ type reportBatch struct {
 	h [reportBatchLen]uint64
 }
 
-// reporter takes the sampled uses of hot windows (every 16th use, see
-// DB.touch) to the cache off the hit path.
+// reporter takes uses to the cache's frequency sketch off the hit path:
+// the sampled uses of hot windows (every 16th use, see DB.touch), and the
+// uses of cold windows that are not offered to the cache (see
+// spec.acquire: a flood's new keys, once the cache is full).
 //
 // The cache counts a use only through Get, which looks the hash up in its
 // store before it queues the hash for the sketch. With a million windows
 // that look-up misses the CPU cache (about 0.8 µs in a profile of Zipf hits
 // on 1,000,000 keys at cfd2f07, and 14% of a hot key's hit): paid on the hit
-// path, it was 11% of a hit under Zipf. A hit now appends the hash to a batch
+// path, it was 11% of a hit under Zipf, and a fifth of a flood's new key. A
+// hit now appends the hash to a batch
 // of its processor (a sync.Pool, as ristretto batches its own reports), and
 // full batches go to one goroutine that makes the Gets.
 //

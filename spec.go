@@ -186,12 +186,6 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		}
 	}
 	if !e.hot.Load() {
-		// Count this use in the cache's frequency sketch (a miss), so that
-		// a window in use earns its place against the residents: the cache
-		// admits a newcomer only if it has been used at least as often as
-		// the resident it would evict, and it counts only Gets. Neither call
-		// blocks.
-		//
 		// Once memory holds MaxHotKeys hot windows (the cache is full),
 		// a window just opened, with no record in the file, is not
 		// offered until its second use: a key used once (a flood of
@@ -202,17 +196,31 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		// residents. It stays cold: with a file it leaves memory once a
 		// snapshot has written it, as a window the cache declined would.
 		// While the cache has room, nothing is evicted, and new windows
-		// go in at once.
-		db.cache.Get(h)
-		// (Hot windows, not all windows in memory: cold ones waiting for a
-		// snapshot would keep a cache with room from taking new ones.)
+		// go in at once. (Hot windows, not all windows in memory: cold
+		// ones waiting for a snapshot would keep a cache with room from
+		// taking new ones.)
 		//
 		// No entry of h is offered while uncache has yet to delete h from
 		// the cache (see uncache): it stays cold until the next use.
 		offer := (!fresh || db.hotWindows.Load() < db.opts.MaxHotKeys) && sh.uncaching[h] == 0
-		if offer && db.cache.Set(h, e, 1) {
-			e.hot.Store(true)
-			db.hotWindows.Add(1)
+		// Either way this use is counted in the cache's frequency sketch,
+		// so that a window in use earns its place against the residents:
+		// the cache admits a newcomer only if it has been used at least
+		// as often as the resident it would evict, and it counts only
+		// Gets. Before an offer the Get is made here, so that the sketch
+		// has the use when the cache weighs the offer; otherwise the use
+		// goes through the reporter, as a hot window's sampled uses do:
+		// the Get's look-up in the cache's store misses the CPU cache, and
+		// made here it was a fifth of a flood's new key (with the shard's
+		// lock held). Neither call blocks.
+		if offer {
+			db.cache.Get(h)
+			if db.cache.Set(h, e, 1) {
+				e.hot.Store(true)
+				db.hotWindows.Add(1)
+			}
+		} else {
+			db.reports.report(h)
 		}
 	}
 	cold = !e.hot.Load()

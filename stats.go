@@ -82,11 +82,13 @@ type Stats struct {
 	// and in memory-only mode.
 	FileReadsAvoided    int64
 	PresenceFilterBytes int64
-	// CacheReportsDropped counts sampled uses of hot windows (one in 16
-	// uses of each) that did not reach the cache's frequency sketch because
-	// the goroutine that passes them on was 16 batches of 512 behind, as
-	// happens in a process short of CPU. Admission then weighs those windows
-	// by fewer uses; no count is affected.
+	// CacheReportsDropped counts uses that did not reach the cache's
+	// frequency sketch because the goroutine that passes them on was 16
+	// batches of 512 behind, as happens in a process short of CPU: sampled
+	// uses of hot windows (one in 16 uses of each), and uses of cold windows
+	// that were not offered to the cache (a new window's first use while the
+	// cache is full). Admission then weighs those windows by fewer uses; no
+	// count is affected.
 	CacheReportsDropped int64
 }
 

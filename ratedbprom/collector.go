@@ -64,7 +64,7 @@ var metrics = []metric{
 		func(s *ratedb.Stats) float64 { return float64(s.FileReadsAvoided) }},
 	{"ratedb_presence_filter_bytes", "Size of the presence filter of the state file's windows.", prometheus.GaugeValue,
 		func(s *ratedb.Stats) float64 { return float64(s.PresenceFilterBytes) }},
-	{"ratedb_cache_reports_dropped_total", "Sampled uses of hot windows dropped before the cache's frequency sketch because its reporter fell behind.", prometheus.CounterValue,
+	{"ratedb_cache_reports_dropped_total", "Uses (sampled uses of hot windows, uses of cold windows not offered to the cache) dropped before the cache's frequency sketch because its reporter fell behind.", prometheus.CounterValue,
 		func(s *ratedb.Stats) float64 { return float64(s.CacheReportsDropped) }},
 	{"ratedb_corrupt_skipped_total", "Damaged records or pages skipped (see ratedb.Stats.CorruptSkipped).", prometheus.CounterValue,
 		func(s *ratedb.Stats) float64 { return float64(s.CorruptSkipped) }},
