@@ -48,6 +48,7 @@ type options struct {
 	bigHot    int64
 	bigHits   int
 	noBig     bool
+	args      []string // the command's arguments, shown in the report
 }
 
 func main() { os.Exit(command(os.Args[1:])) }
@@ -59,7 +60,7 @@ func main() { os.Exit(command(os.Args[1:])) }
 // child or writing the results fails, and 130 or 143 after SIGINT or
 // SIGTERM, which stop the run.
 func command(args []string) (code int) {
-	var o options
+	o := options{args: args}
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.BoolVar(&o.quick, "quick", false, "fast smoke run: 100,000 keys, 1,000,000 big windows, one run of 100ms benchmarks")
 	fs.IntVar(&o.runs, "runs", 5, "repetitions of each measurement (median reported; at least 1)")

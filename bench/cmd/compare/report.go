@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ratedb/ratedb/bench"
+	"github.com/ratedb/ratedb/bench/internal/cmdline"
 )
 
 // ratedbRevision describes the ratedb source measured: the commit of the
@@ -74,7 +75,7 @@ func fromRaw(r raw) *suite {
 func (s *suite) makeHeader() string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("- Command (from `bench/`): `go run ./cmd/compare %s`\n", strings.Join(os.Args[1:], " "))
+	p("- Command (from `bench/`): `%s`\n", cmdline.Join(append([]string{"go", "run", "./cmd/compare"}, s.o.args...)))
 	p("- Machine: %d CPUs (nproc), %s, %s/%s\n", runtime.NumCPU(), cpuModel(), runtime.GOOS, runtime.GOARCH)
 	p("- Go: %s; GOMAXPROCS %d\n", runtime.Version(), runtime.GOMAXPROCS(0))
 	p("- ratedb: %s\n", ratedbRevision())

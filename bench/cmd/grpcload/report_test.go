@@ -1,10 +1,12 @@
 package main
 
 import (
-	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ratedb/ratedb/bench/internal/cmdtest"
 )
 
 // The report's command, run by a shell, must give the command the
@@ -12,10 +14,6 @@ import (
 // and the command shown then wrote results/GRPC.md, the published table; an
 // argument holding a space or a quote was split or garbled.
 func TestReportCommandReproducesTheArguments(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh to run the command with")
-	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -37,18 +35,9 @@ func TestReportCommandReproducesTheArguments(t *testing.T) {
 			if !ok {
 				t.Fatalf("the command line does not end with a backquote: %q", line)
 			}
-			// The shell prints each word of the line on a line of its
-			// own, between brackets.
-			out, err := exec.Command(sh, "-c", "set -- "+line+`; for a in "$@"; do printf '[%s]\n' "$a"; done`).CombinedOutput()
-			if err != nil {
-				t.Fatalf("sh: %v: %s\n%s", err, out, line)
-			}
-			want := "[go]\n[run]\n[./cmd/grpcload]\n"
-			for _, a := range tc.args {
-				want += "[" + a + "]\n"
-			}
-			if string(out) != want {
-				t.Errorf("the shell reads the command %q as\n%s\nwant\n%s", line, out, want)
+			want := append([]string{"go", "run", "./cmd/grpcload"}, tc.args...)
+			if got := cmdtest.ShellWords(t, line); !slices.Equal(got, want) {
+				t.Errorf("the shell reads the command %s as %q, want %q", line, got, want)
 			}
 		})
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/ratedb/ratedb"
 	"github.com/ratedb/ratedb/bench"
 	"github.com/ratedb/ratedb/bench/internal/cmdflag"
+	"github.com/ratedb/ratedb/bench/internal/cmdline"
 	"github.com/ratedb/ratedb/bench/internal/cmdsig"
 	"github.com/ratedb/ratedb/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -81,18 +82,25 @@ func command(args []string) (code int) {
 		log.Printf("redisbench: %v", err)
 		return 1
 	}
-	header := fmt.Sprintf("# Redis-backed limiters, one run\n\nCommand: `cd bench && go run ./cmd/redisbench %s`  \n"+
-		"Machine: %s, %d CPUs, %s/%s; %s; redis-server %s (Debian), loopback, no persistence; load average at start %s  \n"+
-		"Date: %s\n\n", strings.Join(args, " "), cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH,
-		runtime.Version(), srv.Version(), loadAvg(), time.Now().UTC().Format(time.RFC3339))
-	fmt.Print(header + report)
+	head := header(args, srv.Version())
+	fmt.Print(head + report)
 	if *out != "" {
-		if err := os.WriteFile(*out, []byte(header+report), 0o644); err != nil {
+		if err := os.WriteFile(*out, []byte(head+report), 0o644); err != nil {
 			log.Printf("redisbench: %v", err)
 			return 1
 		}
 	}
 	return 0
+}
+
+// header returns the report's header: the command with args, its
+// arguments, quoted for a shell (an empty or spaced -out value stays one
+// argument), the machine, redis-server's version and the date.
+func header(args []string, redisVersion string) string {
+	return fmt.Sprintf("# Redis-backed limiters, one run\n\nCommand: `cd bench && %s`  \n"+
+		"Machine: %s, %d CPUs, %s/%s; %s; redis-server %s (Debian), loopback, no persistence; load average at start %s  \n"+
+		"Date: %s\n\n", cmdline.Join(append([]string{"go", "run", "./cmd/redisbench"}, args...)), cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH,
+		runtime.Version(), redisVersion, loadAvg(), time.Now().UTC().Format(time.RFC3339))
 }
 
 // run measures every row against srv and returns the report; it stops,

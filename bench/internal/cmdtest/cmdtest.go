@@ -304,3 +304,21 @@ func RequireEmpty(t testing.TB, dir string) {
 		t.Errorf("left behind in TMPDIR: %s", e.Name())
 	}
 }
+
+// ShellWords returns the words a POSIX shell (sh) splits line into, each
+// as the command it names would receive it: a report's command line must
+// give back the arguments of its run. It skips t when there is no sh.
+func ShellWords(t testing.TB, line string) []string {
+	t.Helper()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh to split the command line with")
+	}
+	// printf ends each word with a NUL, which no argument can hold.
+	out, err := exec.Command(sh, "-c", "set -- "+line+`; for a in "$@"; do printf '%s\0' "$a"; done`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sh: %v: %s\nthe line: %s", err, out, line)
+	}
+	words := strings.Split(string(out), "\x00")
+	return words[:len(words)-1] // after the last NUL: nothing
+}
