@@ -120,6 +120,20 @@ func (s *suite) ns(limiter, id string) []float64 {
 	return xs
 }
 
+// failed returns how many runs of limiter's workload id had hits that were
+// denied or returned an error (the parallel workloads count them as hits
+// and report their share as failed/op rather than stop), and the largest
+// share of a run's hits they were.
+func (s *suite) failed(limiter, id string) (runs int, worst float64) {
+	for _, r := range s.tput[limiter][id] {
+		if v := r.Extra["failed/op"]; v > 0 {
+			runs++
+			worst = max(worst, v)
+		}
+	}
+	return runs, worst
+}
+
 func (s *suite) bytesPerKey(limiter string) []float64 {
 	var xs []float64
 	for _, m := range s.mem[limiter] {
@@ -178,6 +192,17 @@ func (s *suite) markdown() string {
 		}
 		p(" %.1f |\n", median(s.bytesPerKey(f.Name)))
 	}
+	var failures []string
+	for _, f := range bench.Factories {
+		for _, w := range workloads {
+			if n, worst := s.failed(f.Name, w.id); n > 0 {
+				failures = append(failures, fmt.Sprintf("%s in %s (%d of %d runs, up to %.4f of a run's hits)", f.Name, w.title, n, len(s.tput[f.Name][w.id]), worst))
+			}
+		}
+	}
+	if len(failures) > 0 {
+		p("\nHits denied or failed during the measurement, counted in ns/op (the parallel workloads report them rather than stop): %s.\n", strings.Join(failures, "; "))
+	}
 	p("\nSpeed vs the fastest peer library = (fastest peer's median ns) / (limiter's median ns): above 1 means faster. The MutexMap floor is not a library; it is listed separately.\n\n")
 	p("| workload | fastest peer | its ns | RatedbFile ns | RatedbFile speed vs fastest peer | RatedbMem speed vs fastest peer | MutexMap floor ns | RatedbFile speed vs floor |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, w := range workloads {
@@ -195,8 +220,8 @@ func (s *suite) markdown() string {
 			lo, hi := minMax(xs)
 			last := rs[len(rs)-1]
 			extra := ""
-			if v, ok := last.Extra["failed/op"]; ok {
-				extra = fmt.Sprintf(" (%.4f of hits, in the last run, were denied or returned an error)", v)
+			if n, worst := s.failed(f.Name, w.id); n > 0 {
+				extra = fmt.Sprintf(" (in %d of %d runs hits were denied or returned an error, counted in ns/op: up to %.4f of a run's hits)", n, len(rs), worst)
 			}
 			p("| %s | %.1f | %.1f–%.1f | %d | %d | %.2fx%s |\n", f.Name, median(xs), lo, hi, last.AllocsPerOp(), last.AllocedBytesPerOp(), pv/median(xs), extra)
 		}
