@@ -292,8 +292,11 @@ func (s *suite) markdown() string {
 	}
 	peer, pv := s.fastestPeer("hot1", false)
 	rf := median(s.ns("RatedbFile", "hot1"))
-	allocs := s.tput["RatedbFile"]["hot1"][0].AllocsPerOp()
-	p("| hot key, 1 goroutine, persistence on: ≥1.25x faster than the fastest peer, 0 allocs/op | %.1f ns vs %s %.1f ns = %.2fx; %d allocs/op | %s |\n", rf, peer, pv, pv/rf, allocs, yes(pv/rf >= 1.25 && allocs == 0))
+	var allocs int64 // the most of any run: the goal is 0 in every run
+	for _, r := range s.tput["RatedbFile"]["hot1"] {
+		allocs = max(allocs, r.AllocsPerOp())
+	}
+	p("| hot key, 1 goroutine, persistence on: ≥1.25x faster than the fastest peer, 0 allocs/op | %.1f ns vs %s %.1f ns = %.2fx; %d allocs/op (the most of any run) | %s |\n", rf, peer, pv, pv/rf, allocs, yes(pv/rf >= 1.25 && allocs == 0))
 	peer, pv = s.fastestPeer("rr", false)
 	rr := median(s.ns("RatedbFile", "rr"))
 	p("| %d keys round-robin: no slower than the fastest peer | RatedbFile %.1f ns vs %s %.1f ns = %.2fx | %s |\n", s.o.keys, rr, peer, pv, pv/rr, yes(rr <= pv))
