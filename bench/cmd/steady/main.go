@@ -11,8 +11,10 @@
 // median and the median of its per-round ratios to GoLimiter.
 //
 // A measurement that fails (its limiter cannot be built, a hit errs or is
-// denied) is logged on stderr and marked in its row, the others go on, and
-// the command exits 1; bad flags exit 2 before anything is measured.
+// denied) is logged on stderr and marked in its row, and is no figure: its
+// row's median and range and every ratio of its round leave it out. The
+// others go on, and the command exits 1; bad flags exit 2 before anything
+// is measured.
 // SIGINT or SIGTERM stops the measurement in progress (its files removed,
 // the CPU profile stopped) and exits 130 or 143 without a table.
 //
@@ -75,14 +77,6 @@ func run(args []string) (code int) {
 		return 1
 	}
 	defer stopProfile()
-	type row struct {
-		pattern, limiter string
-		ns               []float64 // one a round
-		snapshots        int64
-		last             time.Duration
-		peak             int64
-		failed           bool
-	}
 	var rows []*row
 	measured, failed := 0, 0
 	for _, p := range strings.Split(*patterns, ",") {
@@ -110,6 +104,7 @@ func run(args []string) (code int) {
 					log.Printf("%s/%s: measurement failed: %v", name, p, err)
 					x.failed = true
 					failed++
+					r.NsPerHit = 0 // no figure: see row.line
 				}
 				log.Printf("%s/%s round %d: %.0f ns/hit over %v (%d hits), %d snapshots, last %v",
 					name, p, round+1, r.NsPerHit, r.Duration.Round(time.Millisecond), r.Hits, r.Snapshots, r.LastSnapshot.Round(time.Millisecond))
@@ -133,30 +128,58 @@ func run(args []string) (code int) {
 				gl = y
 			}
 		}
-		rel := "-"
-		if gl != nil {
-			var ratios []float64
-			for i := range x.ns {
-				if x.ns[i] > 0 && i < len(gl.ns) {
-					ratios = append(ratios, gl.ns[i]/x.ns[i])
-				}
-			}
-			if len(ratios) > 0 {
-				rel = fmt.Sprintf("%.2fx", median(ratios))
-			}
-		}
-		note := ""
-		if x.failed {
-			note = " (failed: see log)"
-		}
-		fmt.Printf("| %s | %s | %.0f (%.0f–%.0f)%s | %s | %d (%v) | %d |\n", x.pattern, x.limiter, median(x.ns),
-			slices.Min(x.ns), slices.Max(x.ns), note, rel, x.snapshots, x.last.Round(time.Millisecond), x.peak)
+		fmt.Print(x.line(gl))
 	}
 	if failed > 0 {
 		log.Printf("steady: %d of %d measurements failed (see above): their figures are not valid", failed, measured)
 		return 1
 	}
 	return 0
+}
+
+// row is one limiter's measurements of one pattern.
+type row struct {
+	pattern, limiter string
+	ns               []float64 // one a round; 0 for a failed measurement
+	snapshots        int64
+	last             time.Duration
+	peak             int64
+	failed           bool
+}
+
+// line returns x's line of the table, its ratios to gl (GoLimiter's row of
+// the same pattern; nil: none). A failed measurement is no figure: x's
+// median and range are of its measured rounds ("-" when none was), and a
+// ratio is taken only in a round where both x and gl were measured (a
+// GoLimiter round that failed made every other row's ratio 0 that round,
+// though only GoLimiter's row said it failed).
+func (x *row) line(gl *row) string {
+	var ns []float64
+	for _, v := range x.ns {
+		if v > 0 {
+			ns = append(ns, v)
+		}
+	}
+	figure := "-"
+	if len(ns) > 0 {
+		figure = fmt.Sprintf("%.0f (%.0f–%.0f)", median(ns), slices.Min(ns), slices.Max(ns))
+	}
+	if x.failed {
+		figure += " (failed: see log)"
+	}
+	rel := "-"
+	if gl != nil {
+		var ratios []float64
+		for i := range x.ns {
+			if i < len(gl.ns) && x.ns[i] > 0 && gl.ns[i] > 0 {
+				ratios = append(ratios, gl.ns[i]/x.ns[i])
+			}
+		}
+		if len(ratios) > 0 {
+			rel = fmt.Sprintf("%.2fx", median(ratios))
+		}
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | %d (%v) | %d |\n", x.pattern, x.limiter, figure, rel, x.snapshots, x.last.Round(time.Millisecond), x.peak)
 }
 
 // checkFlags returns an error naming the first bad value among the
