@@ -180,6 +180,41 @@ func TestRulesAtRuntimeSurviveRestart(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, code, "the deletion survives the restart")
 }
 
+// A service killed while it saved the rules (after writing its temporary
+// file, before renaming it over PATH.rules.json: see
+// TestKilledSaveKeepsTheRulesAndIsCleanedUp in internal/rules, which kills
+// one there) leaves the rules file whole and PATH.rules.json.tmp<digits>
+// beside it, as large as the rules. The next start removes it, and only it
+// (an operator's file of a similar name stays), and serves the rules the
+// file holds. Before, nothing ever removed it.
+func TestStartRemovesWhatAKilledSaveOfTheRulesLeft(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "s.db")
+	args := append(longWindow, "--default-limit", "100")
+	s := start(t, db, args...)
+	code, _, body := s.do("PUT", "/v1/rules/vip", adminKey, `{"client_id":"user123","route":"*","limit":2,"window":"1h"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	require.Equal(t, 0, s.stop(syscall.SIGTERM))
+
+	stored, err := os.ReadFile(db + ".rules.json")
+	require.NoError(t, err)
+	left := db + ".rules.json.tmp2718281828"
+	require.NoError(t, os.WriteFile(left, stored[:len(stored)/2], 0o600)) // as a kill mid-write leaves it
+	mine := db + ".rules.json.tmp-before-upgrade"
+	require.NoError(t, os.WriteFile(mine, stored, 0o600))
+
+	s = start(t, db, args...)
+	_, err = os.Stat(left)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the start removed the save's leftover")
+	_, err = os.Stat(mine)
+	assert.NoError(t, err, "an operator's file is kept")
+	assert.Contains(t, s.stderr.String(), "removed files left by a save of the rules that did not finish")
+	assert.Equal(t, int64(2), s.check("user123", "/x").Limit, "the stored rule is served")
+	code, _, body = s.do("PUT", "/v1/rules/other", adminKey, `{"client_id":"other","route":"*","limit":5,"window":"1h"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	require.Equal(t, 0, s.stop(syscall.SIGTERM))
+}
+
 func TestWildcardPrecedence(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

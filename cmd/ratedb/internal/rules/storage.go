@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/fileread"
 )
@@ -32,12 +33,15 @@ type Stored struct {
 }
 
 // FileStorage keeps the rules as JSON in one file beside the state file
-// (ratedb.db.rules.json), replaced atomically: written to a temporary file,
-// synced, renamed over the old one, and the directory synced. The service
-// writes it only while it holds the state file's lock, so one process at a
-// time writes it. The file holds at most MaxFileSize bytes: Load refuses a
-// larger one, and Save refuses to write one. It is safe for concurrent use
-// when the caller serializes Update and Save (Manager does).
+// (ratedb.db.rules.json), replaced atomically: written to a temporary file
+// beside it ("<name>.tmp<digits>"), synced, renamed over the old one, and the
+// directory synced. A save cut short (the process killed before the rename)
+// leaves the old file whole and the temporary file behind, which
+// RemoveLeftovers removes. The service writes it only while it holds the
+// state file's lock, so one process at a time writes it. The file holds at
+// most MaxFileSize bytes: Load refuses a larger one, and Save refuses to
+// write one. It is safe for concurrent use when the caller serializes
+// Update and Save (Manager does).
 type FileStorage struct {
 	// Path is the rules file.
 	Path string
@@ -145,6 +149,9 @@ func (f FileStorage) Save(rs []Stored) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("rules: saving: %w", err)
 	}
+	if testBeforeRename != nil {
+		testBeforeRename(tmp.Name())
+	}
 	if err := os.Rename(tmp.Name(), f.Path); err != nil {
 		return fmt.Errorf("rules: saving: %w", err)
 	}
@@ -157,4 +164,35 @@ func (f FileStorage) Save(rs []Stored) error {
 		return fmt.Errorf("rules: saving: %w", err)
 	}
 	return nil
+}
+
+// testBeforeRename, when set by a test, runs once Save has written and
+// synced the temporary file tmp, before it renames it over the rules file.
+var testBeforeRename func(tmp string)
+
+// RemoveLeftovers removes the temporary files that saves of the rules file
+// cut short left beside it: regular files named "<name>.tmp" followed by
+// decimal digits (os.CreateTemp's pattern, as Save names them), each up to
+// MaxFileSize bytes, which nothing else would ever remove. Another name, such
+// as an operator's "<name>.tmp-old", is kept. It returns how many it removed.
+// Call it only while no other process can save the rules file (the service
+// calls it at start, once it holds the state file's lock) and before this
+// one saves: it would remove a save under way.
+func (f FileStorage) RemoveLeftovers() int {
+	dir, prefix := filepath.Dir(f.Path), filepath.Base(f.Path)+".tmp"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0 // the save that follows, if any, reports the directory
+	}
+	n := 0
+	for _, e := range ents {
+		d, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || d == "" || strings.Trim(d, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		if os.Remove(filepath.Join(dir, e.Name())) == nil {
+			n++
+		}
+	}
+	return n
 }

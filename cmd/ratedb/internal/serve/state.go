@@ -57,10 +57,16 @@ func openState(c *Config, log *slog.Logger) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", c.DB, err)
 	}
+	// The state file's lock is held: no other process saves the rules
+	// file now, and this one has not yet.
+	rs := rules.FileStorage{Path: rules.RulesPath(c.DB)}
+	if n := rs.RemoveLeftovers(); n > 0 {
+		log.Warn("removed files left by a save of the rules that did not finish (the rules file was kept whole)", "path", rs.Path, "files", n)
+	}
 	return &state{
 		name:       c.DB,
 		store:      core.DBStore{DB: db},
-		rules:      rules.FileStorage{Path: rules.RulesPath(c.DB)},
+		rules:      rs,
 		collectors: []prometheus.Collector{ratedbprom.NewCollector(db)},
 		// Ready when a snapshot succeeds (it waits for the file's audit
 		// after Open).
