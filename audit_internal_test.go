@@ -384,7 +384,10 @@ func TestRebuildLeftoversRemoved(t *testing.T) {
 // TestRebuildLeftoversOfThisFileOnly: the leftovers removed are those of
 // this file's rebuilds, whatever its name holds: a name with glob
 // characters ("rate[1].db") must neither remove another file's rebuild in
-// the same directory ("rate1.db"'s, maybe under way) nor keep its own.
+// the same directory ("rate1.db"'s, maybe under way) nor keep its own. Nor
+// may it remove a file whose name only begins like its rebuilds' (they
+// matched by prefix): an operator's "rate[1].db.rebuild-old", or the
+// rebuild of a file named "rate[1].db.rebuild-2".
 func TestRebuildLeftoversOfThisFileOnly(t *testing.T) {
 	now := time.UnixMilli(1_767_225_600_000)
 	dir := t.TempDir()
@@ -392,7 +395,9 @@ func TestRebuildLeftoversOfThisFileOnly(t *testing.T) {
 	fillFile(t, path, now, 10)
 	other := filepath.Join(dir, "rate1.db.rebuild-123456")
 	own := path + ".rebuild-654321"
-	for _, p := range []string{other, own} {
+	operators := path + ".rebuild-old"
+	another := path + ".rebuild-2.rebuild-123456"
+	for _, p := range []string{other, own, operators, another} {
 		if err := os.WriteFile(p, []byte("half a file"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -402,8 +407,10 @@ func TestRebuildLeftoversOfThisFileOnly(t *testing.T) {
 	if err := db.Snapshot(); err != nil { // waits for the audit
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(other); err != nil {
-		t.Fatalf("another file's rebuild was removed: %v", err)
+	for _, p := range []string{other, operators, another} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%s, no leftover of this file's rebuilds, was removed: %v", filepath.Base(p), err)
+		}
 	}
 	if _, err := os.Stat(own); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the leftover of this file's rebuild is still there: %v", err)

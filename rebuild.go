@@ -61,10 +61,13 @@ func (db *DB) auditFile() {
 }
 
 // rebuildLeftovers returns the files that rebuilds of the file at path
-// create (os.CreateTemp's "<name>.rebuild-*" in its directory). It matches
-// names by prefix, not as a glob pattern: a path holding '[', '*', '?' or
-// '\\' would match another file's rebuilds (one that may be under way), or
-// be no valid pattern at all.
+// create: os.CreateTemp's "<name>.rebuild-*" in its directory, the '*' made
+// decimal digits. It matches names as strings, not as a glob pattern (a
+// path holding '[', '*', '?' or '\\' would match another file's rebuilds, or
+// be no valid pattern at all), and only with digits after the prefix: a
+// file named "<name>.rebuild-old" is an operator's, and the rebuild of a
+// file named "<name>.rebuild-2" ("<name>.rebuild-2.rebuild-<digits>",
+// perhaps under way) is another file's.
 func rebuildLeftovers(path string) []string {
 	if p, err := filepath.EvalSymlinks(path); err == nil {
 		path = p // rebuild writes beside the file a link points to
@@ -76,7 +79,8 @@ func rebuildLeftovers(path string) []string {
 	}
 	var out []string
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), prefix) && e.Type().IsRegular() {
+		d, ok := strings.CutPrefix(e.Name(), prefix)
+		if ok && d != "" && strings.Trim(d, "0123456789") == "" && e.Type().IsRegular() {
 			out = append(out, filepath.Join(dir, e.Name()))
 		}
 	}
