@@ -21,7 +21,10 @@ import (
 // deadline) is a caller that gave up, as Envoy does at its rate-limit
 // timeout (20 ms by default): the service logs no store failure for it,
 // and with --fail-open does not fail it open. Each call has ended in the
-// service (its handler returned) once the process has stopped gracefully.
+// decision core once /metrics has its duration, and in the service (its
+// handler returned) once the process has stopped gracefully. Redis is let go
+// before the stop: the periodic read of the rules, a script, waits for it
+// too, up to ten times --redis-timeout, and the stop waits for that read.
 func TestCallerGaveUpIsNoStoreFailure(t *testing.T) {
 	addr, _ := proctest.StartRedis(t)
 	url := "redis://" + addr + "/0?read_timeout=60s"
@@ -43,6 +46,12 @@ func TestCallerGaveUpIsNoStoreFailure(t *testing.T) {
 		cancel()
 		require.Equal(t, codes.DeadlineExceeded, status.Code(err), "%s: %v", name, err)
 	}
+	for name, p := range procs {
+		eventually(t, name+": the call to end in the core", func() bool {
+			return scrape(t, p)["ratedb_check_duration_seconds_count"] == 1
+		})
+	}
+	require.NoError(t, rc.Do(ctx, "CLIENT", "UNPAUSE").Err())
 	for name, p := range procs {
 		// A graceful stop waits for the call's handler to return.
 		p.stop(t)
