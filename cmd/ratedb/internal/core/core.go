@@ -129,7 +129,8 @@ type Observer interface {
 	// the window's scale after it began, having exhausted the window before
 	// it (see spike.go).
 	BoundarySpike(api, rule string)
-	// StoreError is called once per set whose store failed.
+	// StoreError is called once per set whose store failed, not for a set
+	// whose store call failed once its caller had given up (CallerGaveUp).
 	StoreError(api, rule string)
 	// Decided is called once per set with the time the decision took.
 	Decided(d time.Duration)
@@ -138,8 +139,10 @@ type Observer interface {
 // Options configures a Core. The zero value selects every default.
 type Options struct {
 	// FailOpen allows a set when the store fails with an error wrapping
-	// ratedb.ErrUnavailable (Decision.FailedOpen is then set). Default
-	// false: the error is returned and adapters answer 503 / UNAVAILABLE.
+	// ratedb.ErrUnavailable (Decision.FailedOpen is then set), unless the
+	// caller had given up (CallerGaveUp): the error is then returned.
+	// Default false: the error is returned and adapters answer 503 /
+	// UNAVAILABLE.
 	FailOpen bool
 	// Observer receives decisions for metrics. Default: none.
 	Observer Observer
@@ -175,6 +178,10 @@ func New(store Store, opts Options) *Core {
 // Options.FailOpen applies; a set that fails takes back the hits it had
 // counted. Once a set is decided, ctx's cancellation no longer stops it
 // (only the store's own timeouts do), so it is never left half counted.
+// When the store's call fails once the caller has given up
+// (CallerGaveUp), Decide returns the store's error even with
+// Options.FailOpen and reports no store error to the Observer: a network
+// store's call that its caller's context ended is no store failure.
 // Being over a limit is a decision, not an error.
 func (c *Core) Decide(ctx context.Context, checks ...Check) (Decision, error) {
 	start := time.Now()
@@ -189,20 +196,40 @@ func (c *Core) Decide(ctx context.Context, checks ...Check) (Decision, error) {
 		d, err = c.decideSet(ctx, checks, res)
 	}
 	if err != nil {
+		// A caller that gave up is not a store failure: redisstore reports
+		// a call its caller's context ended as ErrUnavailable too, though
+		// Redis did not fail. Nobody waits for the answer, so it is not
+		// failed open either; callers that wait see a store that fails.
+		gone := CallerGaveUp(ctx) != nil
 		if obs := c.opts.Observer; obs != nil {
-			// A caller that gave up is not a store failure.
-			if ctx.Err() == nil || !(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			if !gone {
 				obs.StoreError(checks[0].Limit.API, checks[0].Limit.Name)
 			}
 			obs.Decided(time.Since(start))
 		}
-		if c.opts.FailOpen && errors.Is(err, ratedb.ErrUnavailable) {
+		if !gone && c.opts.FailOpen && errors.Is(err, ratedb.ErrUnavailable) {
 			return Decision{Allowed: true, FailedOpen: true, StoreErr: err}, nil
 		}
 		return Decision{}, err
 	}
 	c.observe(checks, d, start)
 	return d, nil
+}
+
+// CallerGaveUp returns the error of ctx once its caller has given up on a
+// call: ctx ended, or its deadline has passed (a network store's socket
+// timeout, set from that deadline, can come before ctx says so). It
+// returns nil otherwise. A call that failed once its caller gave up is no
+// store failure: the adapters answer it as the caller's cancellation or
+// deadline (or not at all, a client that went away), and log nothing.
+func CallerGaveUp(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // resolveAll validates the checks and returns their limiters.

@@ -20,7 +20,10 @@
 //   - A store failure is returned as an error wrapping ratedb.ErrUnavailable
 //     (or the store's own error); with Options.FailOpen, a failure wrapping
 //     ratedb.ErrUnavailable instead allows the set and sets
-//     Decision.FailedOpen.
+//     Decision.FailedOpen. A failure once the caller has given up (its
+//     context ended or its deadline passed: CallerGaveUp) is no store
+//     failure: it is returned, never failed open, and not reported to the
+//     Observer as a store error.
 //
 // # Concurrency
 //

@@ -113,7 +113,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 	if err != nil {
 		st := toStatus(err)
 		if status.Code(st) == codes.Unavailable {
-			if gone := callerGaveUp(ctx); gone != nil {
+			if gone := core.CallerGaveUp(ctx); gone != nil {
 				// redisstore reports a call that its caller's context
 				// ended as ErrUnavailable too; Redis did not fail (Envoy
 				// gave up at its rate-limit timeout, 20 ms by default).
@@ -323,9 +323,9 @@ func (s *Server) failedOpen(err error) {
 // one by one. When
 // the core fails open for a set, every check of it failed open; deciding
 // one by one, only the checks whose own decision failed open did, and the
-// others keep their answers. A decision that failed open once the caller
-// had given up (callerGaveUp) returns the caller's error instead: the
-// store's call ended because the caller's context did.
+// others keep their answers. The core never fails open for a caller that
+// had given up (core.CallerGaveUp): it returns the store's error, which
+// ShouldRateLimit answers as the caller's.
 func (s *Server) decide(ctx context.Context, checks []core.Check, independent bool) ([]decided, error) {
 	out := make([]decided, len(checks))
 	if !independent || len(checks) == 1 {
@@ -334,9 +334,6 @@ func (s *Server) decide(ctx context.Context, checks []core.Check, independent bo
 			return nil, err
 		}
 		if d.FailedOpen {
-			if gone := callerGaveUp(ctx); gone != nil {
-				return nil, gone // not a store failure to fail open for
-			}
 			s.failedOpen(d.StoreErr)
 		}
 		for j := range out {
@@ -354,9 +351,6 @@ func (s *Server) decide(ctx context.Context, checks []core.Check, independent bo
 			return nil, err
 		}
 		if d.FailedOpen {
-			if gone := callerGaveUp(ctx); gone != nil {
-				return nil, gone
-			}
 			s.failedOpen(d.StoreErr)
 			out[j].failedOpen = true
 		} else {
@@ -408,20 +402,6 @@ func validDescriptor(i int, d *ratelimitv3.RateLimitDescriptor) error {
 	}
 	if n := len(d.GetEntries()); n > MaxEntries {
 		return fmt.Errorf("%w: descriptor %d has %d entries (at most %d)", ErrInvalidRequest, i, n, MaxEntries)
-	}
-	return nil
-}
-
-// callerGaveUp returns the error of ctx once its caller has given up on the
-// call: ctx ended, or its deadline has passed (a store's socket timeout,
-// set from that deadline, can come before ctx says so). It returns nil
-// otherwise.
-func callerGaveUp(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
 	}
 	return nil
 }

@@ -204,9 +204,11 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 	s.writeDecision(w, rule, d)
 }
 
-// storeFailed answers a decision that could not be made.
+// storeFailed answers a decision that could not be made. A client that
+// gave up (core.CallerGaveUp: it went away) gets no answer and the store's
+// error is not logged: the store's call ended because the request did.
 func (s *Server) storeFailed(w http.ResponseWriter, r *http.Request, err error) {
-	if r.Context().Err() != nil {
+	if core.CallerGaveUp(r.Context()) != nil {
 		return // the client went away
 	}
 	// One line a second: while the store is down every check fails, and
