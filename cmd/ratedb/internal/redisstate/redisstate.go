@@ -275,7 +275,10 @@ func (r RulesStorage) Load() ([]rules.Stored, error) {
 
 // boundedGet answers the value of KEYS[1] if it holds at most ARGV[1]
 // bytes, else its length (an integer), in one atomic step: a value over
-// the bound is never sent. No key answers nil.
+// the bound is never sent. No key answers nil. It is run read-only
+// (EVALSHA_RO, Redis 7.0): a CLIENT PAUSE WRITE, as a failover makes, holds
+// up every script run by EVALSHA, whatever it does, and so held up the
+// periodic reload of the rules, and a shutdown waiting for it.
 var boundedGet = redis.NewScript(`
 local n = redis.call('STRLEN', KEYS[1])
 if n > tonumber(ARGV[1]) then return n end
@@ -285,7 +288,7 @@ return redis.call('GET', KEYS[1])
 // loadRules reads the rules through c (a client or a transaction), if
 // their value holds at most limit bytes.
 func loadRules(ctx context.Context, c redis.Cmdable, limit int) ([]rules.Stored, error) {
-	v, err := boundedGet.Run(ctx, c, []string{RulesKey}, limit).Result()
+	v, err := boundedGet.RunRO(ctx, c, []string{RulesKey}, limit).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
