@@ -3,6 +3,7 @@ package httplimit
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -85,7 +86,16 @@ func KeyByClientIP(p Proxies) KeyFunc {
 //
 // KeyByHeader("Host") keys by http.Request.Host: net/http's server moves the
 // Host header there and removes it from Request.Header.
+//
+// It panics if name is not a header field name: empty, or holding a
+// character other than a letter, a digit or one of !#$%&'*+-.^_`|~ (a
+// space, a colon). No request carries such a header (net/http's server
+// refuses one that does), so every request would silently be keyed by
+// fallback, or rejected without one.
 func KeyByHeader(name string, fallback KeyFunc) KeyFunc {
+	if !validHeaderName(name) {
+		panic(fmt.Sprintf("httplimit: KeyByHeader with %q, which is not a header field name", name))
+	}
 	name = http.CanonicalHeaderKey(name)
 	value := func(r *http.Request) string { return r.Header.Get(name) }
 	if name == "Host" {
@@ -100,6 +110,24 @@ func KeyByHeader(name string, fallback KeyFunc) KeyFunc {
 		}
 		return fallback(r)
 	}
+}
+
+// validHeaderName reports whether name is a header field name: a token of
+// RFC 9110 (section 5.6.2), one or more letters, digits and
+// !#$%&'*+-.^_`|~.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // KeyByRoute keys a request by the pattern of the http.ServeMux route that

@@ -563,6 +563,23 @@ func TestKeyByHeader(t *testing.T) {
 	assert.ErrorIs(t, err, httplimit.ErrNoKey, "an empty value is missing")
 }
 
+// TestKeyByHeaderRefusesAnInvalidName: a name no header can have (net/http's
+// server refuses a request that carries one) panics, as KeyConst("") does,
+// instead of keying every request by the fallback: with a stray space, a
+// per-API-key quota silently became a per-address one, or every request
+// was answered 400.
+func TestKeyByHeaderRefusesAnInvalidName(t *testing.T) {
+	for _, name := range []string{"", "X-API-Key ", " X-API-Key", "X API Key", "X-API-Key:", "X-Api-Kéy", "X-API-Key\n"} {
+		assert.Panics(t, func() { httplimit.KeyByHeader(name, httplimit.KeyByIP) }, "%q", name)
+	}
+	for _, name := range []string{"x-api-key", "X-API-Key", "Host", "Authorization", "X_Tenant.ID", "!#$%&'*+-.^_`|~09az"} {
+		assert.NotPanics(t, func() { httplimit.KeyByHeader(name, nil) }, "%q", name)
+	}
+	// The panic names the header, which is configuration, not a request's.
+	assert.PanicsWithValue(t, `httplimit: KeyByHeader with "X-API-Key ", which is not a header field name`,
+		func() { httplimit.KeyByHeader("X-API-Key ", nil) })
+}
+
 func TestMissingKeyIsRejectedNotCounted(t *testing.T) {
 	clock := newClock(t0)
 	db := openDB(t, clock)
