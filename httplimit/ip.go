@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -31,7 +32,11 @@ type Proxies struct {
 	// Trusted lists the networks of the proxies whose forwarding headers are
 	// believed. Empty: none, every forwarding header is ignored and the
 	// client is the direct peer. IPv4-mapped IPv6 addresses are matched as
-	// IPv4.
+	// IPv4. Every prefix must be valid (netip.Prefix.IsValid: not the zero
+	// Prefix an ignored parse error leaves, nor netip.PrefixFrom with too
+	// many bits): KeyByClientIP and ClientIP panic on one that is not,
+	// which would otherwise trust no proxy there, keying every client
+	// behind it as the proxy, all in one quota.
 	Trusted []netip.Prefix
 
 	// Headers names the forwarding headers to read, in order of preference:
@@ -73,6 +78,11 @@ type Proxies struct {
 	// which all share; a Teredo one by a value that holds the port). Have
 	// such a proxy bracket IPv6 addresses or leave the port out.
 	//
+	// Every name must be a header field name (see KeyByHeader): KeyByClientIP
+	// and ClientIP panic on one that is not ("", "X-Forwarded-For " with a
+	// stray space), which no request carries, so that the header would
+	// never be read and every client behind the proxies keyed as a proxy.
+	//
 	// List only headers your proxies set or overwrite on every request. A
 	// header that passes through them unchanged is chosen by the client, who
 	// can then change its key, and so its quota, at will: for example, if
@@ -84,7 +94,8 @@ type Proxies struct {
 // ClientIP returns the address of r's client as described on Proxies,
 // unmapped (IPv4-mapped IPv6 addresses become IPv4) and without zone. It
 // returns ErrNoAddress when r.RemoteAddr holds no IP address. A nil p trusts
-// no proxy.
+// no proxy. It panics if p holds an invalid prefix or header name (see
+// Trusted and Headers).
 func (p *Proxies) ClientIP(r *http.Request) (netip.Addr, error) {
 	if p == nil {
 		return peerAddr(r)
@@ -93,23 +104,27 @@ func (p *Proxies) ClientIP(r *http.Request) (netip.Addr, error) {
 	return q.clientIP(r)
 }
 
-// normalize returns a copy of p with masked prefixes (invalid ones
-// dropped) and canonical header names, defaulting Headers.
+// normalize returns a copy of p with masked prefixes and canonical header
+// names, defaulting Headers. It panics on an invalid prefix or header name.
 func (p Proxies) normalize() Proxies {
 	var q Proxies
-	for _, pfx := range p.Trusted {
-		if pfx.IsValid() {
-			if pfx.Addr().Is4In6() && pfx.Bits() >= 96 {
-				pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
-			}
-			q.Trusted = append(q.Trusted, pfx.Masked())
+	for i, pfx := range p.Trusted {
+		if !pfx.IsValid() {
+			panic(fmt.Sprintf("httplimit: Proxies.Trusted[%d] is not a valid prefix", i))
 		}
+		if pfx.Addr().Is4In6() && pfx.Bits() >= 96 {
+			pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
+		}
+		q.Trusted = append(q.Trusted, pfx.Masked())
 	}
 	hs := p.Headers
 	if len(hs) == 0 {
 		hs = []string{HeaderXForwardedFor}
 	}
-	for _, h := range hs {
+	for i, h := range hs {
+		if !validHeaderName(h) {
+			panic(fmt.Sprintf("httplimit: Proxies.Headers[%d], %q, is not a header field name", i, h))
+		}
 		q.Headers = append(q.Headers, http.CanonicalHeaderKey(h))
 	}
 	return q

@@ -55,7 +55,8 @@ func KeyByIP(r *http.Request) (string, error) {
 
 // KeyByClientIP keys a request by its client's IP address as p.ClientIP
 // finds it, folded as KeyByIP does. With no trusted proxies it is KeyByIP.
-// p is copied.
+// p is copied. It panics if p holds an invalid prefix or header name (see
+// Proxies.Trusted and Proxies.Headers).
 func KeyByClientIP(p Proxies) KeyFunc {
 	q := p.normalize()
 	return func(r *http.Request) (string, error) {

@@ -412,6 +412,40 @@ func TestProxiesMappedPrefixAndNil(t *testing.T) {
 	assert.ErrorIs(t, err, httplimit.ErrNoAddress)
 }
 
+// TestProxiesRefuseInvalidEntries: a Trusted prefix that is not valid (the
+// zero Prefix an ignored ParsePrefix error leaves, PrefixFrom with too many
+// bits) or a Headers name no header can have panics in KeyByClientIP and
+// ClientIP. Both were dropped or never matched, silently: behind the proxy
+// every client was keyed as the proxy, all of them in one quota.
+func TestProxiesRefuseInvalidEntries(t *testing.T) {
+	proxy := netip.MustParsePrefix("10.0.0.0/8")
+	bad := map[string]httplimit.Proxies{
+		"zero prefix":          {Trusted: []netip.Prefix{proxy, {}}},
+		"prefix with 33 bits":  {Trusted: []netip.Prefix{netip.PrefixFrom(netip.MustParseAddr("10.0.0.0"), 33)}},
+		"empty header name":    {Trusted: []netip.Prefix{proxy}, Headers: []string{""}},
+		"header with a space":  {Trusted: []netip.Prefix{proxy}, Headers: []string{"X-Forwarded-For "}},
+		"header with a colon":  {Trusted: []netip.Prefix{proxy}, Headers: []string{"X-Real-IP", "Forwarded:"}},
+		"header with a letter": {Trusted: []netip.Prefix{proxy}, Headers: []string{"X-Réal-IP"}},
+	}
+	r := request("10.0.0.1:1", "X-Forwarded-For", "198.51.100.7")
+	for name, p := range bad {
+		assert.Panics(t, func() { httplimit.KeyByClientIP(p) }, "KeyByClientIP: %s", name)
+		assert.Panics(t, func() { _, _ = p.ClientIP(r) }, "ClientIP: %s", name)
+	}
+	assert.PanicsWithValue(t, `httplimit: Proxies.Headers[0], "X-Forwarded-For ", is not a header field name`,
+		func() { httplimit.KeyByClientIP(bad["header with a space"]) })
+	assert.PanicsWithValue(t, "httplimit: Proxies.Trusted[1] is not a valid prefix",
+		func() { httplimit.KeyByClientIP(bad["zero prefix"]) })
+
+	// Valid ones, names in any case, still work.
+	good := httplimit.Proxies{Trusted: []netip.Prefix{proxy}, Headers: []string{"x-real-ip", "x-forwarded-for"}}
+	k, err := httplimit.KeyByClientIP(good)(r)
+	require.NoError(t, err)
+	assert.Equal(t, "198.51.100.7", k)
+	var zero httplimit.Proxies
+	assert.NotPanics(t, func() { httplimit.KeyByClientIP(zero) })
+}
+
 func TestTrustedProxyThroughMiddleware(t *testing.T) {
 	clock := newClock(t0)
 	db := openDB(t, clock)
