@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -274,6 +275,44 @@ func TestRebuildFails(t *testing.T) {
 	}
 	if err := db.Verify(); err != nil {
 		t.Fatalf("Verify after a rebuild: %v", err)
+	}
+}
+
+// TestRebuildFailsIdle: the package documentation says that once a damaged
+// file could not be rebuilt, snapshots, Clean and Close return ErrCorrupt.
+// With no window changed since Open, Snapshot and Close returned nil and
+// Stats.LastSnapshotError stayed nil, so a health check saw a DB that does
+// not write its file as sound.
+func TestRebuildFailsIdle(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 2000)
+	leaves, ps := windowLeaves(t, path)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damageVsize(t, f, ps, leaves[1], 2)
+	f.Close()
+
+	testRebuildHook = func() error { return errors.New("injected: no space left") }
+	defer func() { testRebuildHook = nil }()
+	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Snapshot waits for the audit after Open, which fails to rebuild.
+	if err := db.Snapshot(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Snapshot with nothing changed = %v, want ErrCorrupt", err)
+	}
+	if st := db.Stats(); st.SnapshotFailures != 1 || !errors.Is(st.LastSnapshotError, ErrCorrupt) {
+		t.Fatalf("Stats: SnapshotFailures %d, LastSnapshotError %v; want 1 and ErrCorrupt", st.SnapshotFailures, st.LastSnapshotError)
+	}
+	if _, err := db.Clean(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Clean = %v, want ErrCorrupt", err)
+	}
+	if err := db.Close(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Close with nothing changed = %v, want ErrCorrupt", err)
 	}
 }
 

@@ -143,6 +143,14 @@ func (db *DB) snapshotLocked() (int64, error) {
 	// Waiters in relieve look again once this snapshot is over, whatever
 	// its outcome.
 	defer db.progress.signal()
+	if err := db.fileErr; err != nil {
+		// The file must not be written (see auditFile). A snapshot with
+		// nothing to write fails too, so that Snapshot, Close and
+		// Stats.LastSnapshotError report it on an idle DB as well.
+		db.stats.snapshotFailures.Add(1)
+		db.stats.lastSnapErr.Store(&err)
+		return 0, err
+	}
 
 	var lists [numShards][]*entry
 	bufs := &db.snapBufs
