@@ -197,6 +197,23 @@ func TestLayeredLegacyRecordsMigrate(t *testing.T) {
 	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
 	require.NoError(t, err)
 	defer db.Close()
+	// Open moved them, before any limiter is asked for (the README said
+	// "the first time each order is asked for").
+	var keys []string
+	require.NoError(t, db.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(layout.BucketBlocks).ForEach(func(k, v []byte) error {
+			var b record.Block
+			if err := record.DecodeBlock(&b, k, v); err != nil {
+				return err
+			}
+			for _, w := range b.Windows {
+				keys = append(keys, string(w.Key))
+			}
+			return nil
+		})
+	}))
+	assert.ElementsMatch(t, []string{string(sorted) + "a", string(sorted) + "b", string(sorted) + "c"}, keys,
+		"the file holds the records under the sorted scales right after Open")
 	l, err := db.Layered(FixedWindow, Tier{Scale: time.Hour, Limit: 10}, Tier{Scale: time.Minute, Limit: 2})
 	require.NoError(t, err)
 	got, err := l.Get(ctx, "a")
