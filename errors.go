@@ -43,14 +43,18 @@ var (
 
 	// ErrCorrupt is returned by Open for a file that is not a ratedb database
 	// or fails validation (truncated, zero bytes, garbage, a foreign bbolt
-	// file), and by operations that meet a damaged page while reading or
-	// writing. A single record that fails its checksum is not an error: it is
-	// skipped and counted in Stats.CorruptSkipped. A read of the file that
-	// Open's validation makes through its own reads and that fails (an I/O
-	// error such as EIO) is not ErrCorrupt either: Open returns that error,
-	// wrapped, and Options.OnCorrupt does not move the file aside. (bbolt
-	// reads through a memory map, where a failed read is a fault that
-	// cannot be told from damage: that remains ErrCorrupt.)
+	// file), by operations that meet a damaged page while reading or
+	// writing, and, once the page audit after Open found damaged pages and
+	// could not rebuild the file, by every snapshot, Clean and Close. A block of
+	// windows that fails its checksum (about 30 windows, see File in the
+	// package documentation; in a file of format ratedb/1 that Open
+	// migrates, a single record) is not an error: it is skipped, its
+	// windows read as fresh ones, and counted in Stats.CorruptSkipped. A
+	// read of the file that Open's validation makes through its own reads
+	// and that fails (an I/O error such as EIO) is not ErrCorrupt either:
+	// Open returns that error, wrapped, and Options.OnCorrupt does not move
+	// the file aside. (bbolt reads through a memory map, where a failed read
+	// is a fault that cannot be told from damage: that remains ErrCorrupt.)
 	ErrCorrupt = errors.New("ratedb: database file is corrupt")
 
 	// ErrNotRegularFile is returned, wrapped with what the path is, by Open
