@@ -1,9 +1,12 @@
 package ratedb
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,7 +48,10 @@ func TestMigrateFormat1Fixture(t *testing.T) {
 	ctx := context.Background()
 	path := copyFixture(t)
 	now := fixtureBase.Add(10 * time.Second)
-	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1}
+	// Options.Logger's doc: one Info line when Open migrates, never a key.
+	var logs bytes.Buffer
+	opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	check := func(db *DB, minuteLive bool) {
 		t.Helper()
 		hour, err := db.Window(FixedWindow, time.Hour)
@@ -88,6 +94,10 @@ func TestMigrateFormat1Fixture(t *testing.T) {
 	check(db, true)
 	require.NoError(t, db.Verify())
 	require.NoError(t, db.Close())
+	assert.Equal(t, 1, strings.Count(logs.String(), "\n"), "one log line: %s", logs.String())
+	assert.Contains(t, logs.String(), `level=INFO msg="ratedb: migrated the file to format ratedb/2"`)
+	assert.NotContains(t, logs.String(), "user-")
+	logs.Reset()
 	format, secret, legacy := fileState(t, path)
 	assert.Equal(t, "ratedb/2", format)
 	assert.Len(t, secret, layout.SecretLen)
@@ -108,6 +118,7 @@ func TestMigrateFormat1Fixture(t *testing.T) {
 	format2, secret2, _ := fileState(t, path)
 	assert.Equal(t, "ratedb/2", format2)
 	assert.Equal(t, secret, secret2, "the second Open did not migrate again")
+	assert.Empty(t, logs.String(), "nothing logged by the second Open")
 }
 
 // writeFormat1 writes a file of format ratedb/1 at path, as the code before

@@ -95,8 +95,9 @@ type Options struct {
 	// is invalid.
 	OpenTimeout time.Duration
 
-	// Logger receives snapshot and janitor failures and corrupt-file
-	// recovery. Default slog.Default(). Keys are never logged.
+	// Logger receives snapshot and janitor failures, corrupt-file
+	// recovery, and one Info line when Open migrates a file of format
+	// ratedb/1. Default slog.Default(). Keys are never logged.
 	Logger *slog.Logger
 
 	// OnCorrupt says what Open does with a file that fails validation.
