@@ -31,6 +31,10 @@
 // (ratedb.ErrInvalidArgument) or its ctx has already ended: then the
 // context's error alone (context.Canceled or context.DeadlineExceeded), not
 // ErrUnavailable.
+// A Redis error reply is passed on as it is, except for the arguments Redis
+// quotes back in some ("ERR unknown command 'evalsha', with args beginning
+// with: ...", when scripting is renamed away): they hold the key, and are
+// cut off, so that no error holds a key.
 // Whether to let the request through (fail open) or not is the caller's
 // choice; httplimit's Options.FailOpen is one. The store enforces the
 // timeout itself, whatever the client's options say.

@@ -121,10 +121,38 @@ func (s *Store) evalOnce(ctx context.Context, verb, body string, keys []string, 
 		c = noRetryCmd{cmd}
 	}
 	if err := s.c.Process(ctx, c); err != nil {
-		return nil, err
+		return nil, withoutArgs(err)
 	}
 	return cmd.Val(), nil
 }
+
+// argsEcho is where Redis starts quoting a command's arguments back in an
+// error reply: "ERR unknown command 'evalsha', with args beginning with:
+// '<sha1>' '1' '<prefix>{<user key>}:f60000' ...", its answer when
+// EVALSHA or EVAL is renamed or disabled (rename-command) or a proxy does
+// not know it. The arguments hold the user key.
+const argsEcho = "with args beginning with:"
+
+// withoutArgs returns err, or, when it quotes the command's arguments
+// (argsEcho), a Redis error of the same text up to argsEcho, so that no key
+// reaches the caller's errors and logs.
+func withoutArgs(err error) error {
+	msg := err.Error()
+	i := strings.Index(msg, argsEcho)
+	if i < 0 {
+		return err
+	}
+	return replyError(msg[:i+len(argsEcho)] + " (withheld: they hold the key)")
+}
+
+// replyError is a Redis error reply that withoutArgs cut short: a
+// redis.Error, as the reply was.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+
+// RedisError marks replyError as a redis.Error.
+func (replyError) RedisError() {}
 
 // notRun reports whether err is a Redis reply saying the script did not run
 // and may be sent again.
