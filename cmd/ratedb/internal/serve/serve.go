@@ -136,8 +136,13 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	go func() { served <- srv.Serve(ln) }()
 	stopReload := make(chan struct{})
 	// reloadDone is closed when the reload loop has ended: Run waits for
-	// it before closing the store, so that a reload in flight (bounded by
-	// the storage) neither meets a closed client nor outlives Run.
+	// it, so that a reload in flight does not outlive Run. It waits once
+	// it has closed the store: closing the Redis client ends a reload that
+	// Redis does not answer (a hung server, a CLIENT PAUSE), which would
+	// otherwise hold the stop for as long as it waits (ten times
+	// --redis-timeout, at least 1 s, past --shutdown-timeout), and any
+	// change of the rules that the reload waits for. Such a reload, ended by the stop,
+	// logs nothing: the rules stay as they were.
 	reloadDone := make(chan struct{})
 	if st.reloadRules == 0 {
 		close(reloadDone)
@@ -156,7 +161,13 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 						testBeforeReload()
 					}
 					had := len(rm.Current().Rules())
-					if err := rm.Reload(); err != nil {
+					err := rm.Reload()
+					select {
+					case <-stopReload:
+						return // it may have met the closed store
+					default:
+					}
+					if err != nil {
 						log.Warn("reloading the rules: what could not be read keeps its current version", "err", err)
 					}
 					if had > 0 && len(rm.Current().Rules()) == 0 {
@@ -173,8 +184,9 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	case err := <-served:
 		close(stopReload)
 		envoy.stop(context.Background())
+		cerr := closeDB()
 		<-reloadDone
-		return errors.Join(fmt.Errorf("serving: %w", err), closeDB())
+		return errors.Join(fmt.Errorf("serving: %w", err), cerr)
 	case <-stop:
 	}
 	close(stopReload)
@@ -194,10 +206,10 @@ func Run(c Config, stderr io.Writer, stop <-chan struct{}) error {
 	if envoy.stop(ctx) {
 		errs = append(errs, fmt.Errorf("shutdown: gRPC calls or connections still open after --shutdown-timeout %v were cut off", c.ShutdownTimeout))
 	}
-	<-reloadDone
 	if err := closeDB(); err != nil {
 		errs = append(errs, err)
 	}
+	<-reloadDone
 	if len(errs) == 0 {
 		log.Info("stopped: " + st.stopped)
 	}
