@@ -59,6 +59,15 @@
 // This is safe with replication: Redis 7 replicates a script's effects, not
 // the script. LocalClock makes the caller's clock the time source instead.
 //
+// On a Redis Cluster, TIME is the clock of the node that holds the key's
+// slot: each key's windows follow its own node's clock. Keys on nodes whose
+// clocks disagree open and end their windows that much apart (two
+// FixedWindow keys no longer reset at the same instant), a slot that moves
+// to another node (resharding, a failover) moves its keys' window
+// boundaries by the two nodes' skew, and Options.OnTime reports each call's
+// own node's time: a caller that keeps one offset to Redis's clock for all
+// calls mixes the nodes' clocks. Keep the nodes' clocks in sync (NTP).
+//
 // Time can still go back: a LocalClock's f stepped back, or with ServerClock
 // a failover to a server whose clock is behind. As in the embedded DB, a
 // window that ends more than one scale after now is then cut back to end one

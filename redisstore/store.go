@@ -42,7 +42,9 @@ type Clock struct {
 
 // ServerClock reads the time with Redis's TIME command inside each script,
 // so every instance sharing the Redis server agrees on every window, however
-// skewed their own clocks are. It is the zero Clock, the default.
+// skewed their own clocks are. On a Redis Cluster, each key's windows follow
+// the clock of the node that holds it (see the package doc, Time). It is the
+// zero Clock, the default.
 var ServerClock = Clock{}
 
 // LocalClock makes f, called once per operation, the time source (Unix
@@ -120,7 +122,9 @@ type Options struct {
 	Clock Clock
 
 	// OnTime, if not nil, is called with the time by Clock (Redis's TIME,
-	// with ServerClock) at which a call's script ran, in whole
+	// with ServerClock: on a Cluster, the TIME of the node that holds the
+	// call's key, so calls on keys of different nodes report different
+	// clocks when the nodes' clocks differ) at which a call's script ran, in whole
 	// milliseconds, after every Hit, Inc, Refund, Undo, Get, ExpiresAt and
 	// State that Redis answered. A caller that reports how long until a
 	// window ends (a ResetAt) can measure it on the clock the window is

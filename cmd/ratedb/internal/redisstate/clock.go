@@ -16,7 +16,12 @@ import (
 // that placed the window, however far this host's clock is from Redis's;
 // it is behind Redis's by the time the answer took to arrive (well under a
 // millisecond on a local network). Before the first answer it reads this
-// host's clock. A Clock is safe for concurrent use.
+// host's clock. On a Redis Cluster each script reads the TIME of the node
+// that holds its key, and a Clock keeps one offset, the last answer's: when
+// the nodes' clocks differ, it follows whichever node answered last, so a
+// time until a window's end measured on it is off by up to the nodes'
+// difference (the APIs still bound it to at least 1 s and at most the
+// window). A Clock is safe for concurrent use.
 type Clock struct {
 	start  time.Time
 	offset atomic.Int64 // nanoseconds from this host's clock to the store's
