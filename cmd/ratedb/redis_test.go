@@ -2,11 +2,13 @@ package main_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,6 +67,62 @@ func TestRedisSharedCountsAndRules(t *testing.T) {
 	d := a.check("vip", "/r")
 	assert.Equal(t, int64(3), d.Limit, "the rule survives the restart")
 	assert.Equal(t, int64(1), d.Remain, "and so does the count")
+	code, _, _ = a.do("GET", "/readyz", "", "")
+	assert.Equal(t, http.StatusOK, code)
+}
+
+// The same on a Redis Cluster (--redis as a comma list of its nodes): two
+// instances share every count, each client id exactly at its limit, and a
+// rule stored through one reaches the other. The counters spread over every
+// node (each key's hash tag is its own user key, never the prefix), and the
+// rules key is read and written wherever its slot lives.
+func TestRedisClusterSharedCountsAndRules(t *testing.T) {
+	t.Parallel()
+	addrs := proctest.StartCluster(t)
+	args := []string{"--redis", strings.Join(addrs, ","), "--default-limit", "5", "--default-algorithm", "per_key",
+		"--default-window", "1h", "--redis-timeout", "5s"}
+	a := start(t, "", args...)
+	b := start(t, "", args...)
+	const clients = 30
+	var allowed [clients]atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 6 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Go(func() {
+			for k := range clients {
+				for range 2 {
+					if s.check(fmt.Sprint("client-", k), "/r").Status == "Allow" {
+						allowed[k].Add(1)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for k := range clients {
+		assert.Equal(t, int64(5), allowed[k].Load(), "client-%d: exactly the limit across both instances", k)
+	}
+	ctx := context.Background()
+	for _, addr := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		keys, _, err := c.Scan(ctx, 0, "*", 1000).Result() // a few dozen keys: one SCAN call reads them all
+		_ = c.Close()
+		require.NoError(t, err)
+		keys = slices.DeleteFunc(keys, func(k string) bool { return k == redisstate.RulesKey })
+		assert.NotEmpty(t, keys, "node %s holds no counter: the keys do not spread over the Cluster", addr)
+	}
+
+	code, _, body := a.do("PUT", "/v1/rules/vip", adminKey, `{"client_id":"vip","route":"*","algorithm":"per_key","limit":3,"window":"1h"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	assert.Equal(t, int64(3), a.check("vip", "/r").Limit)
+	deadline := time.Now().Add(10 * time.Second)
+	for b.check("vip", "/x").Limit != 3 {
+		require.True(t, time.Now().Before(deadline), "the other instance never saw the rule")
+		time.Sleep(50 * time.Millisecond) // polling another process's periodic reload
+	}
 	code, _, _ = a.do("GET", "/readyz", "", "")
 	assert.Equal(t, http.StatusOK, code)
 }
