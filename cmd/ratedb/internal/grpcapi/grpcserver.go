@@ -1,10 +1,12 @@
 package grpcapi
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -82,6 +84,21 @@ const MaxHeaderListSize = 16 << 10
 // final snapshot after it, until --shutdown-timeout.
 const HandshakeTimeout = 5 * time.Second
 
+// RecvTimeout bounds how long a call's request message may take to arrive
+// once its headers have, as the HTTP API's read timeout bounds a request's
+// body: a call whose message has not arrived by then is answered
+// DEADLINE_EXCEEDED and its stream closed. grpc-go waits for it without
+// end when the client sent no grpc-timeout, so a client that opened
+// streams and never finished their messages held each one's goroutine, and
+// up to MaxRecvMsgSize of what it did send (grpc-go widens the stream's
+// flow-control window to the length a message announces), for as long as
+// it liked: up to 1 GiB for each connection at the default stream limit.
+// Envoy sends its message with the headers.
+const RecvTimeout = 10 * time.Second
+
+// recvTimeout is RecvTimeout; tests shorten it. NewGRPCServer reads it.
+var recvTimeout = RecvTimeout
+
 // DefaultMaxConcurrentStreams is the default number of calls (health Watch
 // streams included) that one client connection may have open at once
 // (--grpc-max-concurrent-streams); grpc-go's own default is unlimited. It
@@ -99,7 +116,8 @@ const DefaultMaxConcurrentStreams = 1024
 // health server's Shutdown before stopping to report NOT_SERVING and end
 // the Watch streams. tlsConf nil serves plaintext. maxStreams bounds the
 // calls open at once on one connection; 0 means
-// DefaultMaxConcurrentStreams. Messages are protobuf, decoded by grpc-go's
+// DefaultMaxConcurrentStreams. A call's message must arrive within
+// RecvTimeout of its headers. Messages are protobuf, decoded by grpc-go's
 // codec, except that a RateLimitRequest whose domain, keys or values are
 // not UTF-8 is decoded with them as they are (grpc-go would answer
 // INTERNAL, and Envoy's default failure_mode_deny: false would let the
@@ -127,15 +145,70 @@ func NewGRPCServer(s *Server, tlsConf *tls.Config, maxStreams uint32) (*grpc.Ser
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConf)))
 	}
 	g := grpc.NewServer(opts...)
-	rlsv3.RegisterRateLimitServiceServer(g, s)
+	g.RegisterService(boundRecv(&rlsv3.RateLimitService_ServiceDesc, recvTimeout), s)
 	h := &Health{Server: health.NewServer(), stopping: make(chan struct{})}
 	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	h.SetServingStatus(rlsv3.RateLimitService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	// envoyproxy/ratelimit's name (its src/server/server_impl.go), which
 	// health checks configured for it ask for.
 	h.SetServingStatus("ratelimit", healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(g, h)
+	g.RegisterService(boundRecv(&healthpb.Health_ServiceDesc, recvTimeout), h)
 	return g, h
+}
+
+// boundRecv returns a copy of desc whose methods and streams wait at most
+// timeout for the request's first message (see RecvTimeout).
+func boundRecv(desc *grpc.ServiceDesc, timeout time.Duration) *grpc.ServiceDesc {
+	d := *desc
+	d.Methods = slices.Clone(desc.Methods)
+	for i := range d.Methods {
+		h := d.Methods[i].Handler
+		d.Methods[i].Handler = func(srv any, ctx context.Context, dec func(any) error, in grpc.UnaryServerInterceptor) (any, error) {
+			return h(srv, ctx, func(m any) error { return recvWithin(dec, m, timeout) }, in)
+		}
+	}
+	d.Streams = slices.Clone(desc.Streams)
+	for i := range d.Streams {
+		h := d.Streams[i].Handler
+		d.Streams[i].Handler = func(srv any, ss grpc.ServerStream) error {
+			return h(srv, &firstRecvBounded{ServerStream: ss, timeout: timeout})
+		}
+	}
+	return &d
+}
+
+// recvWithin calls recv(m) and returns its error, or a DEADLINE_EXCEEDED
+// status once timeout has passed without it returning. Then recv
+// returns when the call's stream is closed (when its handler has
+// returned), and m must not be used.
+func recvWithin(recv func(any) error, m any, timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- recv(m) }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return status.Errorf(codes.DeadlineExceeded, "the request message did not arrive within %v", timeout)
+	}
+}
+
+// firstRecvBounded is a grpc.ServerStream whose first RecvMsg waits at
+// most timeout (see recvWithin). Health's Watch, the one stream
+// served, receives its one message first.
+type firstRecvBounded struct {
+	grpc.ServerStream
+	timeout  time.Duration
+	received bool
+}
+
+func (s *firstRecvBounded) RecvMsg(m any) error {
+	if s.received {
+		return s.ServerStream.RecvMsg(m)
+	}
+	s.received = true
+	return recvWithin(s.ServerStream.RecvMsg, m, s.timeout)
 }
 
 // Health is grpc.health.v1 with statuses that change only at Shutdown. Its

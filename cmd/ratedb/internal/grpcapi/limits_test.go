@@ -10,6 +10,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -83,4 +84,43 @@ func TestGRPCCallsPastTheStreamLimitWait(t *testing.T) {
 	defer cancel()
 	_, err = f.client.ShouldRateLimit(ctx, req)
 	require.NoError(t, err, "the call runs once the stream is free")
+}
+
+// A call whose request message does not arrive (a client that opens streams
+// and never sends their messages, or only part of them) is answered
+// DEADLINE_EXCEEDED once grpcapi.RecvTimeout has passed, and its stream
+// closed: grpc-go would wait for the message as long as the client likes,
+// holding a goroutine and what the client sent, up to MaxRecvMsgSize, for
+// each of the 1024 streams of each connection. The service's unary calls and
+// health's Watch stream are all bounded; a call that sends its message is
+// served as before.
+func TestGRPCCallWithoutItsMessageIsEnded(t *testing.T) {
+	grpcapi.SetRecvTimeout(t, 300*time.Millisecond)
+	f := start(t, nil)
+	for _, method := range []string{
+		"/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit",
+		"/grpc.health.v1.Health/Check",
+		"/grpc.health.v1.Health/Watch",
+	} {
+		t.Run(method, func(t *testing.T) {
+			// The client's own end, should the server never answer: a
+			// cancellation (CANCELED), told apart from the server's answer.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			watchdog := time.AfterFunc(10*time.Second, cancel)
+			defer watchdog.Stop()
+			s, err := f.conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, method)
+			require.NoError(t, err)
+			// grpc-go sent the call's headers; it sends no message.
+			err = s.RecvMsg(new(rlsv3.RateLimitResponse))
+			require.Equal(t, codes.DeadlineExceeded, status.Code(err), "the server must end the call: %v", err)
+			assert.Contains(t, status.Convert(err).Message(), "did not arrive within 300ms")
+		})
+	}
+	// Calls that send their message are unaffected.
+	req := &rlsv3.RateLimitRequest{Domain: "basic", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("key1", "foo")}}
+	_, err := f.client.ShouldRateLimit(context.Background(), req)
+	require.NoError(t, err)
+	_, err = healthpb.NewHealthClient(f.conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	require.NoError(t, err)
 }
