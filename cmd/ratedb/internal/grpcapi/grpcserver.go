@@ -99,6 +99,18 @@ const RecvTimeout = 10 * time.Second
 // recvTimeout is RecvTimeout; tests shorten it. NewGRPCServer reads it.
 var recvTimeout = RecvTimeout
 
+// IdleTimeout is how long a connection may stay open with no call in
+// flight before the server closes it (gracefully: GOAWAY, after which a
+// client such as Envoy or grpc-go opens a new connection for its next
+// call), as the HTTP API's idle timeout. grpc-go's default is never: a
+// client that finished its handshake and then sent nothing held its
+// connection, a file descriptor, three goroutines and about 20 KB, for
+// as long as it liked, and any number of them.
+const IdleTimeout = 120 * time.Second
+
+// idleTimeout is IdleTimeout; tests shorten it. NewGRPCServer reads it.
+var idleTimeout = IdleTimeout
+
 // DefaultMaxConcurrentStreams is the default number of calls (health Watch
 // streams included) that one client connection may have open at once
 // (--grpc-max-concurrent-streams); grpc-go's own default is unlimited. It
@@ -117,7 +129,8 @@ const DefaultMaxConcurrentStreams = 1024
 // the Watch streams. tlsConf nil serves plaintext. maxStreams bounds the
 // calls open at once on one connection; 0 means
 // DefaultMaxConcurrentStreams. A call's message must arrive within
-// RecvTimeout of its headers. Messages are protobuf, decoded by grpc-go's
+// RecvTimeout of its headers, and a connection with no call for
+// IdleTimeout is closed. Messages are protobuf, decoded by grpc-go's
 // codec, except that a RateLimitRequest whose domain, keys or values are
 // not UTF-8 is decoded with them as they are (grpc-go would answer
 // INTERNAL, and Envoy's default failure_mode_deny: false would let the
@@ -137,6 +150,7 @@ func NewGRPCServer(s *Server, tlsConf *tls.Config, maxStreams uint32) (*grpc.Ser
 		// stream keeps its headers for as long as its client likes.
 		grpc.MaxHeaderListSize(MaxHeaderListSize),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idleTimeout}),
 		// grpc-go's protobuf codec, but a RateLimitRequest whose strings
 		// are not UTF-8 is decoded with them as they are (see codec).
 		grpc.ForceServerCodecV2(newCodec()),

@@ -2,6 +2,8 @@ package grpcapi_test
 
 import (
 	"context"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +124,51 @@ func TestGRPCCallWithoutItsMessageIsEnded(t *testing.T) {
 	_, err := f.client.ShouldRateLimit(context.Background(), req)
 	require.NoError(t, err)
 	_, err = healthpb.NewHealthClient(f.conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	require.NoError(t, err)
+}
+
+// A connection with no call in flight for grpcapi.IdleTimeout is closed, as
+// the HTTP API closes an idle one: grpc-go's default kept a connection that
+// finished its handshake and then sent nothing open for ever, so one client
+// could hold any number of them. The server says GOAWAY first, so that
+// Envoy or a grpc-go client opens a new connection for its next call; one
+// such call still works.
+func TestGRPCIdleConnectionIsClosed(t *testing.T) {
+	grpcapi.SetIdleTimeout(t, 300*time.Millisecond)
+	f := start(t, nil)
+	c, err := net.Dial("tcp", f.addr)
+	require.NoError(t, err)
+	defer c.Close()
+	// The deadline is the test's own end: without the bound the server
+	// would keep the connection for ever.
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	// The client preface and an empty SETTINGS frame: the handshake is
+	// done, and the client sends nothing more but the acknowledgement of
+	// the server's pings (the one that follows the first GOAWAY included).
+	_, err = io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+	require.NoError(t, err)
+	goaway := false
+	for {
+		var hdr [9]byte // length (24 bits), type, flags, stream id
+		if _, err = io.ReadFull(c, hdr[:]); err != nil {
+			break
+		}
+		payload := make([]byte, int(hdr[0])<<16|int(hdr[1])<<8|int(hdr[2]))
+		if _, err = io.ReadFull(c, payload); err != nil {
+			break
+		}
+		switch {
+		case hdr[3] == 0x7: // GOAWAY
+			goaway = true
+		case hdr[3] == 0x6 && hdr[4]&0x1 == 0: // PING, not an ACK
+			_, err = c.Write(append([]byte{0, 0, 8, 0x6, 0x1, 0, 0, 0, 0}, payload...))
+			require.NoError(t, err)
+		}
+	}
+	require.ErrorIs(t, err, io.EOF, "the server must close the idle connection")
+	assert.True(t, goaway, "the server must say GOAWAY before it closes")
+
+	req := &rlsv3.RateLimitRequest{Domain: "basic", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("key1", "foo")}}
+	_, err = f.client.ShouldRateLimit(context.Background(), req)
 	require.NoError(t, err)
 }
