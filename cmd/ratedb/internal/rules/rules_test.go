@@ -5,8 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/ratedb/ratedb"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
@@ -395,4 +399,106 @@ func TestChangeTheStorageDidNotMakeKeepsTheRules(t *testing.T) {
 	mustGet(t, broken, "a")
 	r, _ := broken.Current().Match("nobody", "/r")
 	assert.Equal(t, rules.DefaultName, r.Name)
+}
+
+// FuzzParseFile feeds ParseFile arbitrary rule files (--rules): it never
+// panics; it refuses with a *ValidationError wrapping ErrInvalidRule; its
+// message never holds a line of the file that looks like an API key (a
+// keys file given by mistake, see ParseFile), unless that line is a value
+// ParseFile quotes on purpose (a name, a window, an algorithm); and the
+// rules of a file it accepts, written back as a rule file, parse to the
+// same rules.
+func FuzzParseFile(f *testing.F) {
+	for _, s := range []string{
+		"rules:\n  - name: bulk\n    client_id: \"*\"\n    route: \"api:bulk:*\"\n    limit: 1000\n    window: 1m\n" +
+			"  - name: tiered\n    client_id: \"premium-*\"\n    route: \"*\"\n    tiers:\n      - {limit: 1, window: 1m}\n      - {limit: 10, window: 1h}\n",
+		`{"rules":[{"name":"j","client_id":"*","route":"/x","limit":3,"window":"10s"}]}`,
+		"rules:\n  - {name: a, client_id: \"*\", route: x, limit: 1, window: 1m, colour: red}\n  - {name: b, client_id: \"*\", route: y, limit: -1, window: 1m}\n---\nrules: []\n",
+		"rules:\n  - {name: f, client_id: \"a\\uFFFDb\", route: \"*\", limit: 1, window: 1s}\n",
+		"rules:\n  - {name: h, client_id: \"*\", route: \"*\", limit: 0.5, window: 1s, algorithm: per_key}\n",
+		"rules:\n  - name: k\n    client_id: \"*\"\n    route: \"*\"\n    limit: 1\n    window: sk_live_4eC39HqLyjWDarjtT1zdp7dc\n",
+		"sk_live_4eC39HqLyjWDarjtT1zdp7dc\ndev-0123456789abcdef0123456789abcdef\n",
+		"rules:\n  4eC39HqLyjWDarjtT1zdp7dc: 1\n",
+		"rules:\n  - &4eC39HqLyjWDarjtT1zdp7dc {name: a}\n",
+		"rules:\n  - 4eC39HqLyjWDarjtT1zdp7dc\n",
+		"rules:\n  - {name: a, client_id: \"*\", route: \"*\", limit: 4eC39HqLyjWDarjtT1zdp7dc, window: 1s}\n",
+		"rules:\n  - {name: a, client_id: \"*\", route: \"*\", limit: 1, window: 1s, 4eC39HqLyjWDarjtT1zdp7dc: 1}\n",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rs, err := rules.ParseFile(data)
+		if err != nil {
+			var ve *rules.ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, rules.ErrInvalidRule) {
+				t.Fatalf("ParseFile = %v: not a *ValidationError wrapping ErrInvalidRule", err)
+			}
+			// The values ParseFile quotes on purpose (truncated).
+			var lenient rules.File
+			_ = yaml.Unmarshal(data, &lenient)
+			quoted := func(line string) bool {
+				for _, s := range lenient.Rules {
+					if strings.Contains(s.Name, line) || strings.Contains(s.Window, line) || strings.Contains(s.Algorithm, line) {
+						return true
+					}
+					for _, ts := range s.Tiers {
+						if strings.Contains(ts.Window, line) {
+							return true
+						}
+					}
+				}
+				return false
+			}
+			for _, word := range strings.FieldsFunc(string(data), notKeyByte) {
+				if w, ok := quotes(err.Error(), word); ok && !quoted(w) {
+					t.Fatalf("the error quotes %q, of %q in the file: %v", w, word, err)
+				}
+			}
+			return
+		}
+		specs := make([]rules.Spec, len(rs))
+		for i, r := range rs {
+			specs[i] = r.Spec()
+		}
+		out, err := yaml.Marshal(rules.File{Rules: specs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := rules.ParseFile(out)
+		if err != nil {
+			t.Fatalf("the accepted rules written back do not parse: %v\n%s", err, out)
+		}
+		if len(again) != len(rs) {
+			t.Fatalf("%d rules, %d once written back", len(rs), len(again))
+		}
+		for i := range rs {
+			if a, b := again[i].Spec(), specs[i]; !reflect.DeepEqual(a, b) {
+				t.Fatalf("rule %d written back reads %+v, was %+v", i, a, b)
+			}
+		}
+	})
+}
+
+// notKeyByte reports whether r is no byte of an API key (letters, digits
+// and "-_+/=").
+func notKeyByte(r rune) bool {
+	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-_+/=", r))
+}
+
+// quotes returns a part of word, a run of bytes of an API key, that msg
+// holds, if word is as long as a key (16 bytes or more) and msg holds 7
+// bytes of it with a letter and a digit (yaml.v3 quotes 7 bytes of a long
+// value; the messages' own words hold no digit, or no letter).
+func quotes(msg, word string) (string, bool) {
+	if len(word) < 16 {
+		return "", false
+	}
+	for i := 0; i+7 <= len(word); i++ {
+		w := word[i : i+7]
+		if strings.ContainsAny(w, "0123456789") && strings.ContainsAny(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") && strings.Contains(msg, w) {
+			return w, true
+		}
+	}
+	return "", false
 }
