@@ -54,6 +54,7 @@ fuzz FuzzDecodeSealedBlock ./internal/record 60000x
 fuzz FuzzCheckTree ./internal/layout 30000x
 fuzz FuzzWindowArithmetic . 100000x
 fuzz FuzzCheckPage . 8000x
+fuzz FuzzMigrateRecord . 3000x
 fuzz FuzzClientIP ./httplimit 20000x
 fuzz FuzzKeysUnambiguous ./httplimit 60000x
 fuzz FuzzProxyAppendedAddressWins ./httplimit 20000x
