@@ -19,7 +19,8 @@ import (
 // sound window is written into blocks; a damaged one (a record that fails
 // to decode, or a legacy Layered record whose counters do not match its
 // key's scales) is counted in Stats.CorruptSkipped and dropped. It runs in Open, before anything else
-// uses the file.
+// uses the file. A file without the windows bucket, or with a blocks
+// bucket, is ErrCorrupt; one without its expiry index migrates.
 //
 // Before issue 9, a Layered limiter's records were keyed by its scales in
 // the order its tiers were given, so (1m, 1h) and (1h, 1m) counted apart;
@@ -30,6 +31,13 @@ func (db *DB) migrateV1() error {
 	var windows, damaged int
 	err := db.update(func(tx *bolt.Tx) error {
 		windows, damaged = 0, 0
+		// A file marked ratedb/1 without its windows bucket, or with a
+		// blocks bucket too, is damaged or was written by something
+		// else: not a file to migrate. (Its expiry index, which the
+		// migration drops, may be missing.)
+		if tx.Bucket(layout.LegacyBucketWindows) == nil || tx.Bucket(layout.BucketBlocks) != nil {
+			return fmt.Errorf("%w: a file marked ratedb/1 without its windows bucket, or with a blocks bucket", ErrCorrupt)
+		}
 		var (
 			set     changeSet
 			legacy  []bool
@@ -89,6 +97,9 @@ func (db *DB) migrateV1() error {
 		windows = len(sorted)
 
 		for _, b := range [][]byte{layout.LegacyBucketWindows, layout.LegacyBucketIndex} {
+			if tx.Bucket(b) == nil {
+				continue
+			}
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}

@@ -292,3 +292,57 @@ func TestMigrateFormat1SkipsMismatchedTiers(t *testing.T) {
 		})
 	}
 }
+
+// A file marked ratedb/1 that lacks its windows bucket, or also has a
+// blocks bucket (damaged, or written by something else), is not a ratedb
+// file Open can migrate: ErrCorrupt, which Options.OnCorrupt's
+// CorruptMoveAside then moves aside. One that lacks only its expiry index,
+// which the migration drops anyway, migrates. (Each made Open fail with
+// bbolt's "bucket not found" or "bucket already exists", not ErrCorrupt,
+// so CorruptMoveAside never applied; found by FuzzOpenFile.)
+func TestMigrateFormat1MissingBuckets(t *testing.T) {
+	ctx := context.Background()
+	now := fixtureBase
+	key := append(specPrefix(FixedWindow, []int64{3_600_000}, false), "a"...)
+	hourEnd := now.UnixMilli() + 3_600_000
+	for _, tc := range []struct {
+		name    string
+		change  func(tx *bolt.Tx) error
+		corrupt bool
+	}{
+		{"no index bucket", func(tx *bolt.Tx) error { return tx.DeleteBucket(layout.LegacyBucketIndex) }, false},
+		{"no windows bucket", func(tx *bolt.Tx) error { return tx.DeleteBucket(layout.LegacyBucketWindows) }, true},
+		{"a blocks bucket", func(tx *bolt.Tx) error { _, err := tx.CreateBucket(layout.BucketBlocks); return err }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rate.db")
+			writeFormat1(t, path, map[string][]counter{string(key): {{Count: 7, End: hourEnd}}}, nil)
+			bdb, err := bolt.Open(path, 0o600, nil)
+			require.NoError(t, err)
+			require.NoError(t, bdb.Update(tc.change))
+			require.NoError(t, bdb.Close())
+			opts := &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1,
+				Logger: slog.New(slog.DiscardHandler)}
+			db, err := Open(path, opts)
+			if tc.corrupt {
+				require.ErrorIs(t, err, ErrCorrupt)
+				opts.OnCorrupt = CorruptMoveAside
+				db, err = Open(path, opts)
+				require.NoError(t, err, "moved aside, started empty")
+				defer db.Close()
+				assert.Zero(t, db.Stats().WindowsOnDisk)
+				aside, _ := filepath.Glob(path + ".corrupt-*")
+				assert.Len(t, aside, 1)
+				return
+			}
+			require.NoError(t, err)
+			defer db.Close()
+			w, err := db.Window(FixedWindow, time.Hour)
+			require.NoError(t, err)
+			got, err := w.Get(ctx, "a")
+			require.NoError(t, err)
+			assert.Equal(t, int64(7), got)
+			require.NoError(t, db.Verify())
+		})
+	}
+}
