@@ -55,6 +55,7 @@ fuzz FuzzCheckTree ./internal/layout 30000x
 fuzz FuzzWindowArithmetic . 100000x
 fuzz FuzzCheckPage . 8000x
 fuzz FuzzMigrateRecord . 3000x
+fuzz FuzzOpenFile . 1000x
 fuzz FuzzClientIP ./httplimit 20000x
 fuzz FuzzKeysUnambiguous ./httplimit 60000x
 fuzz FuzzProxyAppendedAddressWins ./httplimit 20000x
