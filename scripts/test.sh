@@ -69,6 +69,7 @@ fuzz FuzzDecodeRule ./cmd/ratedb/internal/httpapi 40000x
 fuzz FuzzBuild ./cmd/ratedb/internal/rules 80000x
 fuzz FuzzMatchPattern ./cmd/ratedb/internal/rules 100000x
 fuzz FuzzParseFile ./cmd/ratedb/internal/rules 30000x
+fuzz FuzzStoredRules ./cmd/ratedb/internal/rules 5000x
 fuzz FuzzLoad ./cmd/ratedb/internal/keys 10000x
 fuzz FuzzNewClient ./cmd/ratedb/internal/redisstate 10000x
 fuzz FuzzParse ./cmd/ratedb/internal/envoyconf 10000x
