@@ -20,7 +20,7 @@ import (
 
 // FuzzCheck decodes arbitrary bytes as a RateLimitRequest, as the gRPC
 // server does, and checks it: no panic, an answer with one status per
-// descriptor, or an invalid-request error.
+// descriptor, or an invalid-request error that created no state.
 func FuzzCheck(f *testing.F) {
 	seeds := []*rlsv3.RateLimitRequest{
 		{Domain: "features", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("tenant", "acme", "path", "/api/x")}},
@@ -53,10 +53,18 @@ func FuzzCheck(f *testing.F) {
 		if proto.Unmarshal(data, &req) != nil {
 			return
 		}
+		before := db.Stats()
 		resp, err := srv.Check(context.Background(), &req)
 		if err != nil {
 			if !errors.Is(err, grpcapi.ErrInvalidRequest) {
 				t.Fatalf("unexpected error: %v", err)
+			}
+			// A refused request creates no state: no hit decided, no
+			// window created (the janitor and evictions only remove).
+			after := db.Stats()
+			if after.Allowed != before.Allowed || after.Denied != before.Denied || after.WindowsInMemory > before.WindowsInMemory {
+				t.Fatalf("a refused request (%v) changed the state: %d/%d/%d allowed/denied/windows, was %d/%d/%d", err,
+					after.Allowed, after.Denied, after.WindowsInMemory, before.Allowed, before.Denied, before.WindowsInMemory)
 			}
 			return
 		}
