@@ -66,6 +66,7 @@ fuzz FuzzWildcardMatch ./cmd/ratedb/internal/envoyconf 20000x
 fuzz FuzzDecodeCheck ./cmd/ratedb/internal/httpapi 50000x
 fuzz FuzzDecodeCheckFast ./cmd/ratedb/internal/httpapi 100000x
 fuzz FuzzDecodeRule ./cmd/ratedb/internal/httpapi 40000x
+fuzz FuzzServe ./cmd/ratedb/internal/httpapi 30000x
 fuzz FuzzBuild ./cmd/ratedb/internal/rules 80000x
 fuzz FuzzMatchPattern ./cmd/ratedb/internal/rules 100000x
 fuzz FuzzParseFile ./cmd/ratedb/internal/rules 30000x

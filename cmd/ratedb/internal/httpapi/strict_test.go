@@ -37,7 +37,7 @@ func newTestServer(t *testing.T) *testServer {
 
 // serverOn is a testServer over db whose default rule allows limit a
 // window, logging to log.
-func serverOn(t *testing.T, db *ratedb.DB, limit int64, window time.Duration, log *slog.Logger) *testServer {
+func serverOn(t testing.TB, db *ratedb.DB, limit int64, window time.Duration, log *slog.Logger) *testServer {
 	t.Helper()
 	def, err := rules.Build(rules.DefaultName, rules.Spec{ClientID: "*", Route: "*", Limit: &limit, Window: window.String()}, true)
 	require.NoError(t, err)
