@@ -74,6 +74,7 @@ fuzz FuzzStoredRules ./cmd/ratedb/internal/rules 5000x
 fuzz FuzzLoad ./cmd/ratedb/internal/keys 10000x
 fuzz FuzzNewClient ./cmd/ratedb/internal/redisstate 10000x
 fuzz FuzzParse ./cmd/ratedb/internal/envoyconf 10000x
+fuzz FuzzParseKey ./cmd/ratedb/internal/tools 50000x
 fuzz FuzzCheck ./cmd/ratedb/internal/grpcapi 30000x
 fuzz FuzzLenientDecode ./cmd/ratedb/internal/grpcapi 20000x
 
