@@ -3,14 +3,18 @@ package envoyconf_test
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/envoyconf"
 )
 
 // FuzzParse feeds arbitrary bytes to the loader: it must never panic, every
-// error must wrap ErrInvalidConfig, and a loaded config must answer matches.
+// error must wrap ErrInvalidConfig and quote no key-like word of the file
+// other than a value of a mapping, and a loaded config must answer matches.
 func FuzzParse(f *testing.F) {
 	for _, name := range []string{"testdata/basic.yaml", "testdata/wildcard.yaml"} {
 		data, err := os.ReadFile(name)
@@ -21,12 +25,25 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("domain: d\ndescriptors:\n  - {key: a*, rate_limit: {unit: second, requests_per_unit: 1}}\n"), "ab", "")
 	f.Add([]byte("a: &a [*a, *a]\n"), "a", "b")
+	f.Add([]byte("# keys\n4eC39HqLyjWDarjtT1zdp7dc\ndev-0123456789abcdef\n"), "a", "b")
+	f.Add([]byte("domain: d\n4eC39HqLyjWDarjtT1zdp7dc:\n  - a\n"), "a", "b")
+	f.Add([]byte("domain: d\ndescriptors: 4eC39HqLyjWDarjtT1zdp7dc\n"), "a", "b")
+	f.Add([]byte("- 4eC39HqLyjWDarjtT1zdp7dc\n"), "a", "b")
 	f.Add([]byte("domain: d\ndescriptors:\n  - {key: k, rate_limit: {name: !!binary bv8=, unit: second, requests_per_unit: 1}}\n"), "k", "v")
 	f.Fuzz(func(t *testing.T, data []byte, key, value string) {
 		c, err := envoyconf.Parse([]envoyconf.File{{Name: "f.yaml", Data: data}})
 		if err != nil {
 			if !errors.Is(err, envoyconf.ErrInvalidConfig) {
 				t.Fatalf("error does not wrap ErrInvalidConfig: %v", err)
+			}
+			// A keys file given by mistake: the error quotes no key-like
+			// word of the file but the values it names on purpose (a
+			// domain, a descriptor's key and value, a unit).
+			values := mappingValues(data)
+			for _, word := range strings.FieldsFunc(string(data), notKeyByte) {
+				if w, ok := quotes(err.Error(), word); ok && !strings.Contains(values, w) {
+					t.Fatalf("the error quotes %q, of %q in the file: %v", w, word, err)
+				}
 			}
 			return
 		}
@@ -44,4 +61,48 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// mappingValues returns every scalar of data (read by yaml.v3) in a
+// mapping's value position, joined by newlines.
+func mappingValues(data []byte) string {
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil {
+		return ""
+	}
+	var b strings.Builder
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		for i, c := range n.Content {
+			if n.Kind == yaml.MappingNode && i%2 == 1 && c.Kind == yaml.ScalarNode {
+				b.WriteString(c.Value + "\n")
+			}
+			walk(c)
+		}
+	}
+	walk(&root)
+	return b.String()
+}
+
+// notKeyByte reports whether r is no byte of an API key (letters, digits
+// and "-_+/=").
+func notKeyByte(r rune) bool {
+	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-_+/=", r))
+}
+
+// quotes returns a part of word, a run of bytes of an API key, that msg
+// holds, if word is as long as a key (16 bytes or more) and msg holds 7
+// bytes of it with a letter and a digit (yaml.v3 quotes 7 bytes of a long
+// value; the messages' own words hold no digit, or no letter).
+func quotes(msg, word string) (string, bool) {
+	if len(word) < 16 {
+		return "", false
+	}
+	for i := 0; i+7 <= len(word); i++ {
+		w := word[i : i+7]
+		if strings.ContainsAny(w, "0123456789") && strings.ContainsAny(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") && strings.Contains(msg, w) {
+			return w, true
+		}
+	}
+	return "", false
 }
