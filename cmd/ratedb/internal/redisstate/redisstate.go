@@ -59,7 +59,9 @@ const Timeout = 100 * time.Millisecond
 // the nodes (those listed and those it discovers), so every node's
 // certificate is verified against the host of the first URL of the list:
 // the nodes' certificates must all be valid for that name. It does not
-// contact Redis.
+// contact Redis, unless a single server's URL asks for idle connections
+// (?min_idle_conns=N): go-redis then opens them at once, in the
+// background.
 func NewClient(spec string) (redis.UniversalClient, error) {
 	if strings.Contains(spec, ",") {
 		var addrs []string

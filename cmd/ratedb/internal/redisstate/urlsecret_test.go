@@ -1,7 +1,9 @@
 package redisstate_test
 
 import (
+	"net"
 	"testing"
+	"time"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/redisstate"
 	"github.com/redis/go-redis/v9"
@@ -80,4 +82,20 @@ func TestClusterTLSNameIsTheFirstURLsHost(t *testing.T) {
 	require.NotNil(t, tc, "rediss:// turns TLS on for every node")
 	assert.Equal(t, "first.example", tc.ServerName)
 	assert.Equal(t, []string{"first.example:6379", "second.example:6380", "third.example:6381"}, cc.Options().Addrs)
+}
+
+// NewClient contacts no Redis, except that a URL with min_idle_conns makes
+// go-redis open those connections at once, as NewClient's doc says: the
+// listener here sees one without any command sent.
+func TestNewClientMinIdleConnsDials(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	c, err := redisstate.NewClient("redis://" + ln.Addr().String() + "/0?min_idle_conns=1")
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, ln.(*net.TCPListener).SetDeadline(time.Now().Add(10*time.Second)))
+	conn, err := ln.Accept()
+	require.NoError(t, err, "no connection opened for min_idle_conns")
+	_ = conn.Close()
 }
