@@ -168,3 +168,123 @@ func TestReadmeFlagsParse(t *testing.T) {
 		t.Errorf("got flags of %d commands, want %d: %v", len(got), len(want), got)
 	}
 }
+
+// citedResults returns the raw files text cites: every lower-case
+// `name.txt` or `name.json` in backticks (a glob such as
+// `snapshot-1M-*.txt` included), with or without a leading bench/results/,
+// and every Markdown link to a file under (bench/)results/.
+func citedResults(text string) []string {
+	tick := regexp.MustCompile("`(?:bench/results/)?([a-z0-9*][A-Za-z0-9*-]*\\.(?:txt|json))`")
+	link := regexp.MustCompile(`\]\((?:bench/)?results/([^)\s]+)\)`)
+	var out []string
+	for _, re := range []*regexp.Regexp{tick, link} {
+		for _, m := range re.FindAllStringSubmatch(text, -1) {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// TestReadmeCitedResultsExist: every raw file the READMEs cite for a
+// figure (README.md's Performance and issue 11 sections name them in
+// backticks) is under results/, and every glob matches one.
+func TestReadmeCitedResultsExist(t *testing.T) {
+	checked := 0
+	for _, path := range []string{"../README.md", "README.md"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range citedResults(string(b)) {
+			checked++
+			matches, err := filepath.Glob(filepath.Join("results", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(matches) == 0 {
+				t.Errorf("%s cites %s, which matches no file under bench/results", path, name)
+			}
+		}
+	}
+	if checked < 25 {
+		t.Errorf("found only %d cited raw files in the READMEs: the parse missed them", checked)
+	}
+}
+
+// TestCitedResultsParse checks citedResults on the shapes the READMEs use,
+// so that TestReadmeCitedResultsExist cannot pass by finding nothing.
+func TestCitedResultsParse(t *testing.T) {
+	text := "(`clock-f4cf808.txt`), `bench/results/flood-20M-cb204ab*.txt`, `snapshot-1M-*.txt`,\n" +
+		"[bench/results/RESULTS.md](bench/results/RESULTS.md) (`raw-bfb3efd.json`), [results](results/chart.svg)\n" +
+		"Not raw files: `PATH.rules.json`, `example_test.go`, [Envoy](#use-with-envoy).\n"
+	want := []string{"clock-f4cf808.txt", "flood-20M-cb204ab*.txt", "snapshot-1M-*.txt", "raw-bfb3efd.json", "RESULTS.md", "chart.svg"}
+	if got := citedResults(text); !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// TestReadmePerformanceTableIsResults: the table of ns per hit and bytes
+// per key in README.md's Performance section holds, row for row, the
+// figures of the summary table of results/RESULTS.md, which
+// `go run ./cmd/compare -runs 3` writes.
+func TestReadmePerformanceTableIsResults(t *testing.T) {
+	names := map[string]string{
+		"ratedb, file":         "RatedbFile",
+		"ratedb, memory only":  "RatedbMem",
+		"sethvargo/go-limiter": "GoLimiter",
+		"throttled v2":         "Throttled",
+		"x/time/rate":          "XTimeRate",
+		"go-chi/httprate":      "Httprate",
+		"ulule/limiter v3":     "Ulule",
+		"mutex + map (floor)":  "MutexMap",
+	}
+	readme := tableRows(t, "../README.md", "## Performance", "| limiter | hot key |")
+	results := tableRows(t, "results/RESULTS.md", "## Summary", "| limiter | Hot key, 1 goroutine |")
+	if len(readme) != len(names) {
+		t.Errorf("README's table has %d rows, want %d: %v", len(readme), len(names), readme)
+	}
+	for name, cells := range readme {
+		want, ok := results[names[name]]
+		if !ok {
+			t.Errorf("README's row %q is no limiter of RESULTS.md's summary", name)
+			continue
+		}
+		if !slices.Equal(cells, want) {
+			t.Errorf("README's row %q is %v, RESULTS.md's %v", name, cells, want)
+		}
+	}
+}
+
+// tableRows returns the rows of the first table in the file at path after
+// the first line that starts with section whose header line starts with
+// header: by first cell,
+// the other cells, with Markdown bold removed.
+func tableRows(t *testing.T, path, section, header string) map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i := strings.Index(text, "\n"+section)
+	if i < 0 {
+		t.Fatalf("%s has no section %q", path, section)
+	}
+	j := strings.Index(text[i:], "\n"+header)
+	if j < 0 {
+		t.Fatalf("%s has no table %q in %q", path, header, section)
+	}
+	lines := strings.Split(text[i+j+1:], "\n")
+	rows := map[string][]string{}
+	for _, line := range lines[2:] {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for k := range cells {
+			cells[k] = strings.TrimSpace(strings.ReplaceAll(cells[k], "**", ""))
+		}
+		rows[cells[0]] = cells[1:]
+	}
+	return rows
+}
