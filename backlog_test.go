@@ -137,6 +137,52 @@ func TestBacklogSnapshotTrigger(t *testing.T) {
 	}
 }
 
+// TestBacklogBoundsResets resets, one by one, more keys than memory may
+// hold, each of them only in the file (the DB was just reopened): a Reset
+// brings the key's window into memory, as a tombstone that stays until a
+// snapshot has deleted its record, so it waits for room as a hit on a new
+// key does. With one caller, memory never holds more than MaxHotKeys +
+// MaxSnapshotBacklog windows, and every reset key reads 0, before and after
+// a restart.
+func TestBacklogBoundsResets(t *testing.T) {
+	const hot, budget, keys = 8, 24, 200
+	c := newClock()
+	path := tempPath(t)
+	key := func(i int) string { return fmt.Sprint("reset-", i) }
+	db := openDB(t, path, testOptions(c))
+	w, err := db.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	for i := range keys {
+		_, err := w.Inc(ctx, key(i), 3)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+
+	db = openDB(t, path, floodOptions(c, hot, budget))
+	w, err = db.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	require.Zero(t, db.Stats().WindowsInMemory)
+	for i := range keys {
+		require.NoError(t, w.Reset(ctx, key(i)))
+		require.LessOrEqual(t, db.Stats().WindowsInMemory, int64(hot+budget), "after reset %d", i)
+	}
+	assert.Positive(t, db.Stats().BacklogWaits, "no reset waited for the backlog")
+	check := func(w *ratedb.Window) {
+		t.Helper()
+		for i := range keys {
+			n, err := w.Get(ctx, key(i))
+			require.NoError(t, err)
+			require.Zero(t, n, "key %d", i)
+		}
+	}
+	check(w)
+	require.NoError(t, db.Close())
+	db = openDB(t, path, testOptions(c))
+	w, err = db.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	check(w)
+}
+
 // TestBacklogOptionInvalid checks that a negative budget is refused.
 func TestBacklogOptionInvalid(t *testing.T) {
 	_, err := ratedb.Open(tempPath(t), &ratedb.Options{MaxSnapshotBacklog: -1})
