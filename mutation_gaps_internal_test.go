@@ -233,3 +233,51 @@ func TestLayeredIncOverflowChangesNoTier(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int64{0, maxCount - 5}, got)
 }
+
+// A Refund whose key's window ends between Refund's look at the key and its
+// update, exactly at the instant of the update, finds no current window
+// (a window [start, end) has ended at end): it gives nothing back and
+// returns 0 and the zero Time, and for a Layered limiter a count of 0 for
+// every tier whose window ended so, as for a key with no window.
+func TestRefundOfAWindowThatEndsAsItUpdates(t *testing.T) {
+	t0 := time.UnixMilli(1_767_225_600_000)
+	ctx := context.Background()
+	open := func(t *testing.T) (*DB, *settableClock) {
+		clk := &settableClock{t: t0}
+		db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		return db, clk
+	}
+	t.Run("window", func(t *testing.T) {
+		db, clk := open(t)
+		w, err := db.Window(FixedWindow, time.Minute)
+		require.NoError(t, err)
+		r, err := w.Hit(ctx, "k", 10, 3)
+		require.NoError(t, err)
+		require.True(t, r.Allowed)
+		setHook(t, func() { // runs as Refund acquires the key, after its look
+			testBeforeAcquire = nil
+			clk.Set(r.ResetAt)
+		})
+		n, end, err := w.Refund(ctx, "k", 1)
+		require.NoError(t, err)
+		assert.Zero(t, n, "count returned by a refund of a window that ended at its update")
+		assert.True(t, end.IsZero(), "end returned by a refund of a window that ended at its update: %v", end)
+	})
+	t.Run("layered", func(t *testing.T) {
+		db, clk := open(t)
+		l, err := db.Layered(FixedWindow, Tier{Scale: time.Minute, Limit: 10}, Tier{Scale: time.Hour, Limit: 100})
+		require.NoError(t, err)
+		r, err := l.Hit(ctx, "k", 3)
+		require.NoError(t, err)
+		require.True(t, r.Allowed)
+		setHook(t, func() { // the minute tier's window ends; the hour's is open
+			testBeforeAcquire = nil
+			clk.Set(r.Tiers[0].ResetAt)
+		})
+		counts, err := l.Refund(ctx, "k", 1)
+		require.NoError(t, err)
+		assert.Equal(t, []int64{0, 2}, counts, "a refund as the minute tier's window ends")
+	})
+}
