@@ -18,15 +18,7 @@ import (
 // windows, new busy ones were rejected on every use and, with a file,
 // reloaded from disk after every snapshot.)
 func TestNewHotKeysWinTheCache(t *testing.T) {
-	now := time.UnixMilli(1_767_225_600_000)
-	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{
-		Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 16,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	w, _ := db.Window(FixedWindow, time.Hour)
+	db, w := openStill(t, 16)
 	ctx := context.Background()
 	keys := func(prefix string) (ks []string) {
 		for i := 0; i < 16; i++ {
@@ -167,15 +159,7 @@ func settleReports(t *testing.T, db *DB) {
 // the cache at its first use; once it holds MaxHotKeys, a new window waits
 // for its second use, and then goes in.
 func TestNewWindowOfferedAtFirstUseOnlyWithRoom(t *testing.T) {
-	now := time.UnixMilli(1_767_225_600_000)
-	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{
-		Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 10,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	w, _ := db.Window(FixedWindow, time.Hour)
+	db, w := openStill(t, 10)
 	ctx := context.Background()
 	hot := func(k string) bool {
 		h := w.hash(k)
@@ -279,16 +263,8 @@ func TestUnofferedUseGoesThroughTheReporter(t *testing.T) {
 		got[h] = true
 		mu.Unlock()
 	}
-	defer func() { testReportGet = nil }()
-	now := time.UnixMilli(1_767_225_600_000)
-	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{
-		Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 16,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	w, _ := db.Window(FixedWindow, time.Hour)
+	t.Cleanup(func() { testReportGet = nil }) // after the DB closes (cleanups run last first)
+	db, w := openStill(t, 16)
 	ctx := context.Background()
 	for i := range 16 {
 		if _, err := w.Hit(ctx, fmt.Sprint("busy-", i), 100, 1); err != nil {
@@ -331,4 +307,24 @@ func TestUnofferedUseGoesThroughTheReporter(t *testing.T) {
 			t.Fatalf("%d of %d first uses reached the cache through the reporter, want at least %d", count(), fresh, want)
 		}
 	}
+}
+
+// openStill opens a file DB of maxHot hot windows whose clock stands still
+// and which runs no snapshot or janitor pass of its own, and its one-hour
+// FixedWindow; the test's cleanup closes it.
+func openStill(t *testing.T, maxHot int64) (*DB, *Window) {
+	t.Helper()
+	now := time.UnixMilli(1_767_225_600_000)
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{
+		Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: maxHot,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	w, err := db.Window(FixedWindow, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, w
 }

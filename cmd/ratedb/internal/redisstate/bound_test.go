@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/redisstate"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
 )
@@ -18,14 +17,9 @@ import (
 // Before, Update wrote any size and Load read any size (up to Redis's
 // 512 MB), which the rules file never allowed.
 func TestRedisRulesValueIsBounded(t *testing.T) {
-	addr, _ := proctest.StartRedis(t)
-	c, err := redisstate.NewClient("redis://" + addr + "/0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := newClient(t)
 	ctx := context.Background()
-	limit := int64(100)
-	def, err := rules.Build(rules.DefaultName, rules.Spec{ClientID: "*", Route: "*", Limit: &limit, Window: "1m"}, true)
-	require.NoError(t, err)
+	def := defaultRule(t)
 
 	// One rule, to learn the size of its value.
 	m, err := rules.NewManager(redisstate.RulesStorage{C: c}, def)

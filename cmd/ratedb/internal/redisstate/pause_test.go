@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/redisstate"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
 )
@@ -18,10 +17,7 @@ import (
 // it did: the periodic reload then waited out the pause, and so did a
 // shutdown waiting for it.
 func TestRulesLoadDuringAWritePause(t *testing.T) {
-	addr, _ := proctest.StartRedis(t)
-	c, err := redisstate.NewClient("redis://" + addr + "/0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := newClient(t)
 	ctx := context.Background()
 	s := redisstate.RulesStorage{C: c}
 
@@ -33,9 +29,7 @@ func TestRulesLoadDuringAWritePause(t *testing.T) {
 	require.Error(t, err, "an empty value is no rules list")
 	assert.Contains(t, err.Error(), "is not a rules list")
 
-	limit := int64(100)
-	def, err := rules.Build(rules.DefaultName, rules.Spec{ClientID: "*", Route: "*", Limit: &limit, Window: "1m"}, true)
-	require.NoError(t, err)
+	def := defaultRule(t)
 	require.NoError(t, c.Del(ctx, redisstate.RulesKey).Err())
 	m, err := rules.NewManager(s, def)
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/redisstate"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,9 +18,7 @@ import (
 func instances(t *testing.T, n int) []*rules.Manager {
 	t.Helper()
 	addr, _ := proctest.StartRedis(t)
-	limit := int64(100)
-	def, err := rules.Build(rules.DefaultName, rules.Spec{ClientID: "*", Route: "*", Limit: &limit, Window: "1m"}, true)
-	require.NoError(t, err)
+	def := defaultRule(t)
 	ms := make([]*rules.Manager, n)
 	for i := range ms {
 		c, err := redisstate.NewClient("redis://" + addr + "/0")
@@ -109,4 +108,24 @@ func TestConcurrentRuleChangesAcrossInstancesAreAllKept(t *testing.T) {
 	for _, m := range ms {
 		assert.Len(t, names(t, m), len(ms)*perInstance)
 	}
+}
+
+// defaultRule returns the default rule the tests' Managers start with.
+func defaultRule(t *testing.T) *rules.Rule {
+	t.Helper()
+	limit := int64(100)
+	def, err := rules.Build(rules.DefaultName, rules.Spec{ClientID: "*", Route: "*", Limit: &limit, Window: "1m"}, true)
+	require.NoError(t, err)
+	return def
+}
+
+// newClient returns a client of a real redis-server of its own, closed by
+// the test's cleanup.
+func newClient(t *testing.T) redis.UniversalClient {
+	t.Helper()
+	addr, _ := proctest.StartRedis(t)
+	c, err := redisstate.NewClient("redis://" + addr + "/0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
