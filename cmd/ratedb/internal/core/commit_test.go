@@ -151,3 +151,39 @@ func TestSetStoreFailureWhileCountingCountsNothing(t *testing.T) {
 	assert.True(t, d.Allowed)
 	assert.Equal(t, map[string]int64{"a": 2, "c": 1, "refunded": 3}, minuteCounts(t, db, "a", "c", "refunded"))
 }
+
+// A decided set's hits run without the caller's context (so that a caller
+// giving up cannot leave it half counted): a hit that fails then is a store
+// failure even if the caller gave up meanwhile. It is reported to the
+// Observer and, with FailOpen, failed open; it was taken for the caller's
+// cancellation (CallerGaveUp), so a Redis that failed a set's hits (and
+// maybe left them counted, if their undo failed too) went unreported
+// whenever Envoy's 20 ms timeout or an HTTP client's hang-up came first.
+func TestSetStoreFailureAfterTheCallerGaveUpIsAStoreFailure(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("failOpen=%v", failOpen), func(t *testing.T) {
+			_, db, now := newCore(t, core.Options{})
+			clock := func() time.Time { return time.UnixMilli(now.Load()) }
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			// The caller gives up while a's hit runs; b's hit then fails on
+			// its own (the store timed out).
+			fs := &faultStore{DBStore: core.DBStore{DB: db}, hook: "a", after: cancel, failing: "b"}
+			obs := &counts{}
+			c := core.New(fs, core.Options{Clock: clock, Observer: obs, FailOpen: failOpen})
+			l := window("r", 10, time.Minute)
+			d, err := c.Decide(ctx, core.Check{Limit: l, Key: "a", Cost: 1}, core.Check{Limit: l, Key: "b", Cost: 1})
+			require.ErrorIs(t, ctx.Err(), context.Canceled, "the caller gave up during the set")
+			if failOpen {
+				require.NoError(t, err)
+				assert.True(t, d.FailedOpen, "a store failure is failed open")
+				require.ErrorIs(t, d.StoreErr, errStoreDown)
+			} else {
+				require.ErrorIs(t, err, errStoreDown)
+				assert.NotErrorIs(t, err, context.Canceled)
+			}
+			assert.Equal(t, 1, obs.storeErr, "the store failure is reported")
+			assert.Equal(t, map[string]int64{"a": 0, "b": 0}, minuteCounts(t, db, "a", "b"), "the set counts nothing")
+		})
+	}
+}

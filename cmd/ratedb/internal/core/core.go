@@ -181,7 +181,9 @@ func New(store Store, opts Options) *Core {
 // When the store's call fails once the caller has given up
 // (CallerGaveUp), Decide returns the store's error even with
 // Options.FailOpen and reports no store error to the Observer: a network
-// store's call that its caller's context ended is no store failure.
+// store's call that its caller's context ended is no store failure. The
+// calls that count a decided set do not get the caller's context, so
+// their failure is a store failure whenever the caller gave up.
 // Being over a limit is a decision, not an error.
 func (c *Core) Decide(ctx context.Context, checks ...Check) (Decision, error) {
 	start := time.Now()
@@ -200,7 +202,14 @@ func (c *Core) Decide(ctx context.Context, checks ...Check) (Decision, error) {
 		// a call its caller's context ended as ErrUnavailable too, though
 		// Redis did not fail. Nobody waits for the answer, so it is not
 		// failed open either; callers that wait see a store that fails.
+		// A set's call made once the set was decided is not ended by its
+		// caller (decideSet): its failure is the store's, whenever the
+		// caller gave up.
 		gone := CallerGaveUp(ctx) != nil
+		var ce *committedError
+		if errors.As(err, &ce) {
+			err, gone = ce.err, false
+		}
 		if obs := c.opts.Observer; obs != nil {
 			if !gone {
 				obs.StoreError(checks[0].Limit.API, checks[0].Limit.Name)
@@ -499,8 +508,17 @@ func commitFailed(ctx context.Context, err error, checks []Check, rs []*resolved
 	if uerr := undo(ctx, checks, rs, results, peeks); uerr != nil {
 		err = errors.Join(err, fmt.Errorf("core: taking back the set's counted hits: %w", uerr))
 	}
-	return Decision{}, err
+	return Decision{}, &committedError{err: err}
 }
+
+// committedError is the error of a set whose store call failed once the
+// set was decided (commitFailed): those calls run without the caller's
+// context, so their failure is the store's even if the caller has given
+// up meanwhile. Decide unwraps it.
+type committedError struct{ err error }
+
+func (e *committedError) Error() string { return e.err.Error() }
+func (e *committedError) Unwrap() error { return e.err }
 
 // undo takes back the counted hits among checks (the checks before the one
 // that denied the set), each from the window it counted in (see Undoer),

@@ -23,7 +23,8 @@
 //     Decision.FailedOpen. A failure once the caller has given up (its
 //     context ended or its deadline passed: CallerGaveUp) is no store
 //     failure: it is returned, never failed open, and not reported to the
-//     Observer as a store error.
+//     Observer as a store error. The calls that count a decided set do not
+//     get the caller's context: their failure is the store's either way.
 //
 // # Concurrency
 //

@@ -323,9 +323,11 @@ func (s *Server) failedOpen(err error) {
 // one by one. When
 // the core fails open for a set, every check of it failed open; deciding
 // one by one, only the checks whose own decision failed open did, and the
-// others keep their answers. The core never fails open for a caller that
+// others keep their answers. The core does not fail open for a caller that
 // had given up (core.CallerGaveUp): it returns the store's error, which
-// ShouldRateLimit answers as the caller's.
+// ShouldRateLimit answers as the caller's; but a decided set's counting
+// calls do not end with the caller, and their failure is the store's (see
+// core.Decide).
 func (s *Server) decide(ctx context.Context, checks []core.Check, independent bool) ([]decided, error) {
 	out := make([]decided, len(checks))
 	if !independent || len(checks) == 1 {
