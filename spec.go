@@ -172,7 +172,12 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 	// call acted at.
 	now, err = db.now()
 	if err != nil {
-		if created {
+		// A refused call leaves in memory no window it brought there: the
+		// entry it created, or one peek(keepOpen) read from the file for
+		// it (a Hit denied outright only without an open window) that is
+		// still cold and clean, as release would drop it: the file holds
+		// it.
+		if created || e.bits&peekedBit != 0 && !e.hot.Load() && !e.dirty && !e.inflight {
 			db.removeLocked(sh, h, e)
 		}
 		e.mu.Unlock()
@@ -184,6 +189,9 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		if !fresh {
 			db.stats.reloaded.Add(1) // counted once kept: a refused call removed it
 		}
+	} else if e.bits&peekedBit != 0 {
+		e.bits &^= peekedBit
+		db.stats.reloaded.Add(1) // peek's read, kept by this call
 	}
 	if !e.hot.Load() {
 		// Once memory holds MaxHotKeys hot windows (the cache is full),
@@ -317,7 +325,8 @@ func (s *spec) release(e *entry, cold bool) {
 // the same hold of the shard's lock as the read, unless memory is full (see
 // memoryFull): a Hit denied outright only if the key has no open window
 // (deniedOutright) then goes on to acquire, which finds the entry instead of
-// reading the file a second time.
+// reading the file a second time, and counts it in Stats.Reloaded (or
+// removes it if it refuses the call: see peekedBit).
 func (s *spec) peek(key string, h uint64, dst []counter, keepOpen bool) ([]counter, int64, error) {
 	db := s.db
 	if e := db.fastFind(h, s, key); e != nil {
@@ -362,9 +371,9 @@ func (s *spec) peek(key string, h uint64, dst []counter, keepOpen bool) ([]count
 		sh.insert(h, e)
 		db.memWindows.Add(1)
 		e.mu.Lock()
+		e.bits |= peekedBit // counted in Stats.Reloaded by the acquire that keeps it
 		db.exp.add(e, db.expiryAt(e.maxEnd(), now))
 		e.mu.Unlock()
-		db.stats.reloaded.Add(1)
 	}
 	s.capCopy(cs, now)
 	return cs, now, nil
@@ -424,6 +433,7 @@ func (s *spec) reset(key string) error {
 		db.exp.add(e, db.expiryAt(e.maxEnd(), now))
 	}
 	e.mu.Lock()
+	e.bits &^= peekedBit // a Reset's read of the file is not a reload
 	for i := 0; i < e.tiers(); i++ {
 		*e.tier(i) = counter{}
 	}
