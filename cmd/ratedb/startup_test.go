@@ -382,6 +382,9 @@ func TestKeysFileGivenAsConfigQuotesNoKey(t *testing.T) {
 		want, wantEnvoy string
 	}{
 		{"keys", "# keys\nSECRET-one\nSECRET-two\n", "line 2: cannot unmarshal !!str into rules.File", "line 2: cannot unmarshal !!str into map[interface {}]interface {}"},
+		// A comment between two keys ends the first YAML document: what
+		// follows is a syntax error, not a second document.
+		{"keys with a comment between them", "SECRET-one\n# prod\nSECRET-two\n", "line 1: cannot unmarshal !!str into rules.File; not a rule file: line 2: did not find expected <document start>", "line 1: cannot unmarshal !!str into map[interface {}]interface {}"},
 		{"a key with a colon and a space", "SECRET-map: SECRET-value\n", "line 1: unknown field in rules.File (a rule file has only rules:)", "unknown key (a key is one of descriptors, detailed_metric, domain, key,"},
 		{"a key read as an alias", "*SECRET-alias\n", "an alias of an anchor that is unknown or contains itself", ""},
 		{"a key read as a tag", "!SECRET-tag SECRET-value\n", "line 1: cannot unmarshal a value into rules.File", "line 1: cannot unmarshal a value into map"},

@@ -52,9 +52,15 @@ func ParseFile(data []byte) ([]*Rule, error) {
 		}
 	}
 	// A second document would otherwise be ignored, its rules unchecked.
+	// What follows the first document may also fail to parse (a keys file
+	// given by mistake, whose comment line ends its first "document"):
+	// that is a syntax error at its line, not a second document.
 	var more yaml.Node
-	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+	switch err := dec.Decode(&more); {
+	case err == nil:
 		p.add("the file holds more than one YAML document (a second one after ---): put every rule in the one list under rules:")
+	case !errors.Is(err, io.EOF):
+		p.add("not a rule file: %s", yamlerr.Describe(err))
 	}
 	// yaml.v3 truncates a float into an int64 ("limit: 0.5" would be 0,
 	// deny all): a limit must be written as an integer, as the API wants.

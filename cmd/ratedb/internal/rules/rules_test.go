@@ -221,6 +221,14 @@ rules:
 	assert.Contains(t, err.Error(), "line 2: unknown field in rules.Spec")
 	assert.Contains(t, err.Error(), "rules[1] (b): limit -1")
 	assert.Contains(t, err.Error(), "more than one YAML document")
+	// A keys file given by mistake, with a comment line between its keys,
+	// holds no second document: what follows the comment fails to parse,
+	// and that is said with its line, quoting no key.
+	_, err = rules.ParseFile([]byte("k3y-one\n# prod\nk3y-two\n"))
+	require.ErrorIs(t, err, rules.ErrInvalidRule)
+	assert.NotContains(t, err.Error(), "more than one YAML document")
+	assert.Contains(t, err.Error(), "not a rule file: line 2: did not find expected <document start>")
+	assert.NotContains(t, err.Error(), "k3y")
 
 	// U+FFFD, which no check request can carry (the check API refuses it),
 	// makes a pattern that could never match: refused, as the rules API
