@@ -379,6 +379,13 @@ func TestReadmeServiceExamplesWork(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code, body)
 	assert.Regexp(t, "^"+want+"$", body, "the answer, byte for byte")
 
+	// A check of cost 0 (a peek, which only Envoy's per-descriptor
+	// hits_addend 0 asks for) is refused as the README says.
+	refused := regexp.MustCompile("answers a `cost` of (\\d+) with (\\d+)").FindStringSubmatch(strings.Join(strings.Fields(checkText), " "))
+	require.NotNil(t, refused, "the README's word on a check of cost 0")
+	code, _, body = s.do("POST", "/v1/check", clientKey, `{"client_id":"user123","route":"/api/v1/order","cost":`+refused[1]+`}`)
+	assert.Equal(t, refused[2], fmt.Sprint(code), body)
+
 	// The inspect command that lists this client's windows.
 	require.Equal(t, 0, s.stop(syscall.SIGTERM), s.stderr.String())
 	inspect := regexp.MustCompile("`ratedb inspect --prefix '([^']*)' ratedb\\.db`").FindStringSubmatch(checkText)
