@@ -463,3 +463,31 @@ func TestReadmeEnvoyExampleWorks(t *testing.T) {
 		assert.Contains(t, lines[1], "1 listed", out)
 	}
 }
+
+// TestReadmeConfigErrorExamples: the messages the README quotes for the
+// refused rules of a well-formed --envoy-config are what ratedb serve
+// says, values quoted: a unit it does not know, and a domain declared in
+// two files.
+func TestReadmeConfigErrorExamples(t *testing.T) {
+	t.Parallel()
+	text := strings.Join(strings.Fields(readmeSection(t, "### Operations")), " ")
+	unit := regexp.MustCompile("`(invalid rate limit unit \"([a-z]+)\")`").FindStringSubmatch(text)
+	require.NotNil(t, unit, "the README's invalid unit example")
+	domain := regexp.MustCompile("`(duplicate domain \"([a-z]+)\")`").FindStringSubmatch(text)
+	require.NotNil(t, domain, "the README's duplicate domain example")
+
+	dir := t.TempDir()
+	badUnit := filepath.Join(dir, "unit.yaml")
+	require.NoError(t, os.WriteFile(badUnit, []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: "+unit[2]+", requests_per_unit: 1}\n"), 0o600))
+	twice := filepath.Join(dir, "twice")
+	require.NoError(t, os.MkdirAll(twice, 0o700))
+	for _, name := range []string{"a.yaml", "b.yaml"} {
+		require.NoError(t, os.WriteFile(filepath.Join(twice, name), []byte("domain: "+domain[2]+"\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1}\n"), 0o600))
+	}
+	for config, want := range map[string]string{badUnit: unit[1], twice: domain[1]} {
+		_, stderr, code := runTool(t, "serve", "--db", filepath.Join(t.TempDir(), "s.db"), "--http", "127.0.0.1:0",
+			"--grpc", "127.0.0.1:0", "--envoy-config", config)
+		assert.Equal(t, 1, code, stderr)
+		assert.Contains(t, stderr, want)
+	}
+}
