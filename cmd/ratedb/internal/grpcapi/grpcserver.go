@@ -123,8 +123,9 @@ var idleTimeout = IdleTimeout
 const DefaultMaxConcurrentStreams = 1024
 
 // NewGRPCServer returns a gRPC server with s registered as the v3
-// RateLimitService and a grpc.health.v1 service reporting SERVING for ""
-// and for envoy.service.ratelimit.v3.RateLimitService. Call the returned
+// RateLimitService and a grpc.health.v1 service reporting SERVING for "",
+// for envoy.service.ratelimit.v3.RateLimitService and for "ratelimit" (the
+// name envoyproxy/ratelimit registers). Call the returned
 // health server's Shutdown before stopping to report NOT_SERVING and end
 // the Watch streams. tlsConf nil serves plaintext. maxStreams bounds the
 // calls open at once on one connection; 0 means
