@@ -16,6 +16,7 @@ import (
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/proctest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -490,4 +491,40 @@ func TestReadmeConfigErrorExamples(t *testing.T) {
 		assert.Equal(t, 1, code, stderr)
 		assert.Contains(t, stderr, want)
 	}
+}
+
+// TestReadmeOverrideSeries: a ShouldRateLimit call whose descriptor
+// carries a per-request limit override is counted under the series the
+// README names for overrides, not under the config entry's path.
+func TestReadmeOverrideSeries(t *testing.T) {
+	t.Parallel()
+	text := strings.Join(strings.Fields(readmeSection(t, "### Metrics and health")), " ")
+	m := regexp.MustCompile("every override counts under `\\{api=\"([^\"]+)\",rule=\"([^\"]+)\"\\}`").FindStringSubmatch(text)
+	require.NotNil(t, m, "the README's series of limit overrides")
+
+	config := filepath.Join(t.TempDir(), "edge.yaml")
+	require.NoError(t, os.WriteFile(config,
+		[]byte("domain: edge\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 10}\n"), 0o600))
+	s := start(t, filepath.Join(t.TempDir(), "s.db"), "--grpc", "127.0.0.1:0", "--envoy-config", config)
+	addr := grpcAddrRE.FindStringSubmatch(s.stderr.String())
+	require.NotNil(t, addr, "the gRPC address in the log:\n%s", s.stderr)
+	conn, err := grpc.NewClient(addr[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := rlsv3.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{
+		Domain: "edge",
+		Descriptors: []*ratelimitv3.RateLimitDescriptor{{
+			Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: "user", Value: "alice"}},
+			Limit:   &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 5, Unit: typev3.RateLimitUnit_MINUTE},
+		}},
+	})
+	require.NoError(t, err)
+	require.Len(t, resp.GetStatuses(), 1)
+	require.Equal(t, uint32(5), resp.GetStatuses()[0].GetCurrentLimit().GetRequestsPerUnit(), "the override applied")
+
+	_, _, body := s.do("GET", "/metrics", "", "")
+	assert.Contains(t, body, `ratedb_checks_total{api="`+m[1]+`",decision="allow",rule="`+m[2]+`"} 1`)
+	assert.NotContains(t, body, `rule="edge.user"`, "the config entry's series counted nothing")
 }
