@@ -29,7 +29,7 @@ type entry struct {
 	gone     bool  // removed from the shard map; holders must look the key up again (written under shard.mu and mu)
 	dirty    bool  // changed since it was last copied by a snapshot (mu)
 	inflight bool  // copied by a snapshot whose commit is pending (mu)
-	bits     uint8 // usesMask: uses served by the fast table, to sample for the cache; loweredBit; peekedBit (mu)
+	bits     uint8 // usesMask: uses served by the fast table, to sample for the cache; loweredBit (mu)
 
 	c    counter    // tier 0 (mu)
 	more *[]counter // tiers 1.. of a Layered limiter, nil for a Window (mu); a pointer keeps Window entries small
@@ -40,14 +40,10 @@ type entry struct {
 }
 
 // The bits of entry.bits: a 4-bit use counter (the entry stays within its
-// 96-byte size class), loweredBit and peekedBit.
+// 96-byte size class) and loweredBit.
 const (
 	usesMask   = 0x0f
 	loweredBit = 0x10
-	// peekedBit marks an entry peek(keepOpen) read from the file for a
-	// Hit that has yet to acquire it: the acquire that keeps it counts it
-	// in Stats.Reloaded, and one that refuses its call removes it.
-	peekedBit = 0x20
 )
 
 // lowered reports whether an end was lowered since a snapshot last copied

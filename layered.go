@@ -144,11 +144,10 @@ func (l *Layered) Hit(ctx context.Context, key string, increment int64) (Result,
 // tier: from a read, as Hit would (every tier at count 0, with the window a
 // hit at now would open), without bringing key into memory (see
 // Window.deniedOutright). ok is false if key has an open window: Hit then
-// takes its usual path, which finds in memory an open window read from the
-// file (peek's keepOpen) instead of reading the file again.
+// takes its usual path.
 func (l *Layered) deniedOutright(key string, h uint64, increment int64) (r Result, ok bool, err error) {
 	var buf [maxTiersInline]counter
-	cs, now, err := l.peek(key, h, buf[:0], true)
+	cs, now, err := l.peek(key, h, buf[:0])
 	if err != nil {
 		return Result{}, false, err
 	}
@@ -431,7 +430,7 @@ func (l *Layered) read(ctx context.Context, key string) ([]counter, int64, error
 		return nil, 0, ErrClosed
 	}
 	defer db.exit(h)
-	cs, now, err := l.peek(key, h, make([]counter, 0, len(l.tiers)), false)
+	cs, now, err := l.peek(key, h, make([]counter, 0, len(l.tiers)))
 	if err != nil {
 		return nil, 0, err
 	}

@@ -172,12 +172,7 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 	// call acted at.
 	now, err = db.now()
 	if err != nil {
-		// A refused call leaves in memory no window it brought there: the
-		// entry it created, or one peek(keepOpen) read from the file for
-		// it (a Hit denied outright only without an open window) that is
-		// still cold and clean, as release would drop it: the file holds
-		// it.
-		if created || e.bits&peekedBit != 0 && !e.hot.Load() && !e.dirty && !e.inflight {
+		if created {
 			db.removeLocked(sh, h, e)
 		}
 		e.mu.Unlock()
@@ -189,9 +184,6 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 		if !fresh {
 			db.stats.reloaded.Add(1) // counted once kept: a refused call removed it
 		}
-	} else if e.bits&peekedBit != 0 {
-		e.bits &^= peekedBit
-		db.stats.reloaded.Add(1) // peek's read, kept by this call
 	}
 	if !e.hot.Load() {
 		// Once memory holds MaxHotKeys hot windows (the cache is full),
@@ -319,15 +311,7 @@ func (s *spec) release(e *entry, cold bool) {
 // and returns the time of the call, read under the same lock as the copy
 // (see acquire). It returns dst unchanged (empty) if the key has no state
 // anywhere.
-//
-// With keepOpen, a window read from the file that is open at that time (a
-// tier ends after it) is brought into memory as acquire would bring it, in
-// the same hold of the shard's lock as the read, unless memory is full (see
-// memoryFull): a Hit denied outright only if the key has no open window
-// (deniedOutright) then goes on to acquire, which finds the entry instead of
-// reading the file a second time, and counts it in Stats.Reloaded (or
-// removes it if it refuses the call: see peekedBit).
-func (s *spec) peek(key string, h uint64, dst []counter, keepOpen bool) ([]counter, int64, error) {
+func (s *spec) peek(key string, h uint64, dst []counter) ([]counter, int64, error) {
 	db := s.db
 	if e := db.fastFind(h, s, key); e != nil {
 		e.mu.Lock()
@@ -364,29 +348,8 @@ func (s *spec) peek(key string, h uint64, dst []counter, keepOpen bool) ([]count
 	if err != nil || !found {
 		return dst[:0], now, err
 	}
-	if keepOpen && anyOpen(cs, now) && !db.memoryFull() {
-		// As acquire creates an entry from the file (before its cap, which
-		// acquire's caller stores).
-		e := s.newEntry(key, cs)
-		sh.insert(h, e)
-		db.memWindows.Add(1)
-		e.mu.Lock()
-		e.bits |= peekedBit // counted in Stats.Reloaded by the acquire that keeps it
-		db.exp.add(e, db.expiryAt(e.maxEnd(), now))
-		e.mu.Unlock()
-	}
 	s.capCopy(cs, now)
 	return cs, now, nil
-}
-
-// anyOpen reports whether a tier of cs ends after now.
-func anyOpen(cs []counter, now int64) bool {
-	for _, c := range cs {
-		if c.End > now {
-			return true
-		}
-	}
-	return false
 }
 
 // reset clears every tier of key's window. In memory-only mode the entry
@@ -433,7 +396,6 @@ func (s *spec) reset(key string) error {
 		db.exp.add(e, db.expiryAt(e.maxEnd(), now))
 	}
 	e.mu.Lock()
-	e.bits &^= peekedBit // a Reset's read of the file is not a reload
 	for i := 0; i < e.tiers(); i++ {
 		*e.tier(i) = counter{}
 	}

@@ -118,11 +118,10 @@ func (w *Window) Hit(ctx context.Context, key string, limit, increment int64) (r
 // key into memory, where it would hold an empty entry, and a place in the
 // cache, until the janitor took it out. ok is false if key has an open
 // window: Hit then takes its usual path, which stores the clock model's cap
-// of that window; an open window read from the file is already in memory
-// (peek's keepOpen), so that path does not read the file again.
+// of that window.
 func (w *Window) deniedOutright(key string, h uint64, limit int64) (r Result, ok bool, err error) {
 	var buf [1]counter
-	cs, now, err := w.peek(key, h, buf[:0], true)
+	cs, now, err := w.peek(key, h, buf[:0])
 	if err != nil || (len(cs) > 0 && cs[0].End > now) {
 		return Result{}, false, err
 	}
@@ -334,7 +333,7 @@ func (w *Window) read(ctx context.Context, key string) (counter, int64, error) {
 	}
 	defer db.exit(h)
 	var buf [1]counter
-	cs, now, err := w.peek(key, h, buf[:0], false)
+	cs, now, err := w.peek(key, h, buf[:0])
 	if err != nil || len(cs) == 0 {
 		return counter{}, now, err
 	}
