@@ -130,7 +130,9 @@ type Observer interface {
 	// it (see spike.go).
 	BoundarySpike(api, rule string)
 	// StoreError is called once per set whose store failed, not for a set
-	// whose store call failed once its caller had given up (CallerGaveUp).
+	// whose store call failed once its caller had given up (CallerGaveUp),
+	// unless that call was one counting a decided set, which the caller's
+	// context does not end (see Decide).
 	StoreError(api, rule string)
 	// Decided is called once per set with the time the decision took.
 	Decided(d time.Duration)
@@ -140,7 +142,10 @@ type Observer interface {
 type Options struct {
 	// FailOpen allows a set when the store fails with an error wrapping
 	// ratedb.ErrUnavailable (Decision.FailedOpen is then set), unless the
-	// caller had given up (CallerGaveUp): the error is then returned.
+	// caller had given up (CallerGaveUp) before a call it could end failed:
+	// the error is then returned. A failed call counting a decided set,
+	// which the caller's context does not end, is failed open either way
+	// (see Decide).
 	// Default false: the error is returned and adapters answer 503 /
 	// UNAVAILABLE.
 	FailOpen bool
