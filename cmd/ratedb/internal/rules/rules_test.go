@@ -3,6 +3,7 @@ package rules_test
 import (
 	"encoding/json"
 	"errors"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/leaktest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -458,8 +459,8 @@ func FuzzParseFile(f *testing.F) {
 				}
 				return false
 			}
-			for _, word := range strings.FieldsFunc(string(data), notKeyByte) {
-				if w, ok := quotes(err.Error(), word); ok && !quoted(w) {
+			for _, word := range leaktest.KeyWords(string(data)) {
+				if w, ok := leaktest.Quotes(err.Error(), word); ok && !quoted(w) {
 					t.Fatalf("the error quotes %q, of %q in the file: %v", w, word, err)
 				}
 			}
@@ -486,27 +487,4 @@ func FuzzParseFile(f *testing.F) {
 			}
 		}
 	})
-}
-
-// notKeyByte reports whether r is no byte of an API key (letters, digits
-// and "-_+/=").
-func notKeyByte(r rune) bool {
-	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-_+/=", r))
-}
-
-// quotes returns a part of word, a run of bytes of an API key, that msg
-// holds, if word is as long as a key (16 bytes or more) and msg holds 7
-// bytes of it with a letter and a digit (yaml.v3 quotes 7 bytes of a long
-// value; the messages' own words hold no digit, or no letter).
-func quotes(msg, word string) (string, bool) {
-	if len(word) < 16 {
-		return "", false
-	}
-	for i := 0; i+7 <= len(word); i++ {
-		w := word[i : i+7]
-		if strings.ContainsAny(w, "0123456789") && strings.ContainsAny(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") && strings.Contains(msg, w) {
-			return w, true
-		}
-	}
-	return "", false
 }
