@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 
@@ -28,21 +27,7 @@ func TestReportCommandReproducesTheArguments(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &suite{o: options{args: tc.args}}
-			header := s.makeHeader()
-			const pre = "- Command (from `bench/`): `"
-			_, rest, ok := strings.Cut(header, pre)
-			if !ok {
-				t.Fatalf("no command line in the header:\n%s", header)
-			}
-			line, _, _ := strings.Cut(rest, "\n")
-			line, ok = strings.CutSuffix(line, "`")
-			if !ok {
-				t.Fatalf("the command line does not end with a backquote: %q", line)
-			}
-			want := append([]string{"go", "run", "./cmd/compare"}, tc.args...)
-			if got := cmdtest.ShellWords(t, line); !slices.Equal(got, want) {
-				t.Errorf("the shell reads the command %s as %q, want %q", line, got, want)
-			}
+			cmdtest.CheckCommand(t, s.makeHeader(), "- Command (from `bench/`): `", "`", append([]string{"go", "run", "./cmd/compare"}, tc.args...))
 		})
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,20 +23,7 @@ func TestReportCommandReproducesTheArguments(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			report := format(options{args: tc.args}, nil, time.Now(), "0 0 0", "0 0 0")
-			const pre = "- Command (from `bench/`): `"
-			i := strings.Index(report, pre)
-			if i < 0 {
-				t.Fatalf("no command line in the report:\n%s", report)
-			}
-			line, _, _ := strings.Cut(report[i+len(pre):], "\n")
-			line, ok := strings.CutSuffix(line, "`")
-			if !ok {
-				t.Fatalf("the command line does not end with a backquote: %q", line)
-			}
-			want := append([]string{"go", "run", "./cmd/grpcload"}, tc.args...)
-			if got := cmdtest.ShellWords(t, line); !slices.Equal(got, want) {
-				t.Errorf("the shell reads the command %s as %q, want %q", line, got, want)
-			}
+			cmdtest.CheckCommand(t, report, "- Command (from `bench/`): `", "`", append([]string{"go", "run", "./cmd/grpcload"}, tc.args...))
 		})
 	}
 }

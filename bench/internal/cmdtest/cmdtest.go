@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -321,4 +322,23 @@ func ShellWords(t testing.TB, line string) []string {
 	}
 	words := strings.Split(string(out), "\x00")
 	return words[:len(words)-1] // after the last NUL: nothing
+}
+
+// CheckCommand finds in text the command line that follows pre and ends
+// with suf, and checks that a shell splits it into want: a report's
+// command must give back the arguments of its run.
+func CheckCommand(t testing.TB, text, pre, suf string, want []string) {
+	t.Helper()
+	_, rest, ok := strings.Cut(text, pre)
+	if !ok {
+		t.Fatalf("no command line in:\n%s", text)
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	line, ok = strings.CutSuffix(line, suf)
+	if !ok {
+		t.Fatalf("the command line does not end with %q: %q", suf, line)
+	}
+	if got := ShellWords(t, line); !slices.Equal(got, want) {
+		t.Errorf("the shell reads the command %s as %q, want %q", line, got, want)
+	}
 }
