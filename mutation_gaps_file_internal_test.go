@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -281,5 +282,46 @@ func TestGapRebuildCountsWindowsAcrossBatches(t *testing.T) {
 	defer db.Close()
 	if got := db.Stats().WindowsOnDisk; got != n {
 		t.Fatalf("WindowsOnDisk after a restart = %d, want %d", got, n)
+	}
+}
+
+// TestSalvageMergesLayeredCopiesTierByTier: of two copies of a Layered
+// window, rebuild keeps each tier's newer counter (the later end, then the
+// larger count), so the window it keeps allows less than either copy in
+// every tier. Chosen whole, by the latest end and then the larger total,
+// the stale copy won whenever its shorter tier held more hits in a window
+// that has ended since (the fresh copy counts one more in the hour and
+// one in a new minute): the rebuilt file then gave the hour tier back a
+// hit it had counted.
+func TestSalvageMergesLayeredCopiesTierByTier(t *testing.T) {
+	var secret siphash.Key
+	const minute, hour = int64(60_000), int64(3_600_000)
+	key := append(specPrefix(FixedWindow, []int64{minute, hour}, true), "alice"...)
+	stale := []counter{{Count: 5, End: 2 * minute}, {Count: 10, End: hour}}
+	fresh := []counter{{Count: 1, End: 3 * minute}, {Count: 11, End: hour}}
+	want := []counter{{Count: 1, End: 3 * minute}, {Count: 11, End: hour}}
+	for _, swap := range []bool{false, true} {
+		t.Run(fmt.Sprintf("swapped=%t", swap), func(t *testing.T) {
+			a, b := stale, fresh
+			if swap {
+				a, b = b, a
+			}
+			var set changeSet
+			set.add(secret, key, "", a)
+			set.add(secret, []byte("k-other"), "", []counter{{Count: 1, End: 50}})
+			set.add(secret, key, "", b)
+			salvage(&set)
+			if len(set.changes) != 2 {
+				t.Fatalf("%d windows kept, want 2", len(set.changes))
+			}
+			for i := range set.changes {
+				c := &set.changes[i]
+				if string(set.key(c)) == string(key) {
+					if got := set.counters(c); !slices.Equal(got, want) {
+						t.Fatalf("kept %v, want %v", got, want)
+					}
+				}
+			}
+		})
 	}
 }

@@ -260,8 +260,12 @@ var testRebuildHook func() error
 
 // salvage keeps one window of each record key in set: damage can leave
 // two copies of one key (a stale copy reached through a damaged branch), and
-// the one that allows less wins: the later window end, then the larger
-// count. It leaves them in the file's order.
+// what allows less wins, tier by tier: of each tier's two counters, the
+// later window end, then the larger count. (Chosen whole, a Layered
+// window's stale copy could win on a shorter tier's ended window and give
+// its longer tiers back hits they had counted.) Copies whose numbers of
+// tiers differ, which no sound block holds, are chosen whole: the later
+// end, then the larger total. It leaves the windows in the file's order.
 func salvage(set *changeSet) {
 	slices.SortFunc(set.changes, func(a, b change) int {
 		if c := bytes.Compare(set.key(&a), set.key(&b)); c != 0 {
@@ -276,12 +280,28 @@ func salvage(set *changeSet) {
 	out := set.changes[:0]
 	for i := range set.changes {
 		if n := len(out); n > 0 && bytes.Equal(set.key(&out[n-1]), set.key(&set.changes[i])) {
+			mergeTiers(set.counters(&out[n-1]), set.counters(&set.changes[i]))
 			continue
 		}
 		out = append(out, set.changes[i])
 	}
 	set.changes = out
 	set.sort()
+}
+
+// mergeTiers sets each counter of kept that other's counter of the same
+// tier is newer than (a later end, or the same end and a larger count) to
+// other's. kept and other are two copies of one window; if their numbers of
+// tiers differ, kept stays as it is.
+func mergeTiers(kept, other []counter) {
+	if len(kept) != len(other) {
+		return
+	}
+	for i, o := range other {
+		if o.End > kept[i].End || o.End == kept[i].End && o.Count > kept[i].Count {
+			kept[i] = o
+		}
+	}
 }
 
 func total(cs []counter) int64 {
