@@ -33,7 +33,10 @@ type Tier struct {
 // Layered limiters of a DB with the same algorithm and the same scales, each
 // as many times, share counters, whatever their limits and whatever the
 // order the tiers are given in: (1m, 1h) and (1h, 1m) count the same
-// windows; (1m, 1m), a scale given twice, counts its own.
+// windows; (1m, 1m), a scale given twice, counts its own. A Window shares
+// no counter with a Layered limiter, not even a one-tier one of its scale,
+// and tiers that gain, lose or change a scale make another limiter, whose
+// windows start empty (the janitor removes the old ones once they end).
 //
 // A Layered is safe for concurrent use.
 type Layered struct {

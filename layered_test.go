@@ -302,3 +302,61 @@ func TestLayeredResult(t *testing.T) {
 		})
 	}
 }
+
+// TestLayeredSharesOnlyTheSameScales pins which limiters share counters, as
+// the README and Layered's doc say, across a restart: Layered limiters with
+// the same algorithm and the same scales, each as many times, whatever
+// their limits; not (1m) and (1m, 1m), not a Window and a one-tier Layered
+// limiter of the same scale, and not a limiter whose tiers gained, lost or
+// changed a scale (it starts new windows; the old ones are back if the old
+// tiers are, until the janitor removes them).
+func TestLayeredSharesOnlyTheSameScales(t *testing.T) {
+	for _, alg := range []ratedb.Algorithm{ratedb.FixedWindow, ratedb.PerKeyWindow, ratedb.StaggeredWindow} {
+		t.Run(alg.String(), func(t *testing.T) {
+			modes(t, func(t *testing.T, path string) {
+				c := newClock()
+				db := openDB(t, path, testOptions(c))
+				minute := ratedb.Tier{Scale: time.Minute, Limit: 5}
+				hour := ratedb.Tier{Scale: time.Hour, Limit: 50}
+				l, err := db.Layered(alg, minute, hour)
+				require.NoError(t, err)
+				_, err = l.Inc(ctx, "k", 2)
+				require.NoError(t, err)
+				one, err := db.Layered(alg, minute)
+				require.NoError(t, err)
+				_, err = one.Inc(ctx, "k", 3)
+				require.NoError(t, err)
+				w, err := db.Window(alg, time.Minute)
+				require.NoError(t, err)
+				_, err = w.Inc(ctx, "k", 4)
+				require.NoError(t, err)
+				if path != "" {
+					require.NoError(t, db.Close())
+					db = openDB(t, path, testOptions(c))
+					w, err = db.Window(alg, time.Minute)
+					require.NoError(t, err)
+				}
+				get := func(tiers ...ratedb.Tier) []int64 {
+					t.Helper()
+					l, err := db.Layered(alg, tiers...)
+					require.NoError(t, err)
+					got, err := l.Get(ctx, "k")
+					require.NoError(t, err)
+					return got
+				}
+				n, err := w.Get(ctx, "k")
+				require.NoError(t, err)
+				assert.Equal(t, int64(4), n, "the Window counts its own")
+				assert.Equal(t, []int64{2, 2}, get(minute, hour))
+				assert.Equal(t, []int64{2, 2}, get(ratedb.Tier{Scale: time.Hour, Limit: 1}, ratedb.Tier{Scale: time.Minute, Limit: 1}),
+					"other limits, other order: the same windows")
+				assert.Equal(t, []int64{3}, get(minute), "(1m) counts its own")
+				assert.Equal(t, []int64{0, 0}, get(minute, minute), "(1m, 1m) counts its own")
+				assert.Equal(t, []int64{0, 0, 0}, get(minute, hour, ratedb.Tier{Scale: 24 * time.Hour, Limit: 500}), "a tier added")
+				assert.Equal(t, []int64{0}, get(hour), "a tier removed")
+				assert.Equal(t, []int64{0, 0}, get(ratedb.Tier{Scale: 2 * time.Minute, Limit: 5}, hour), "a scale changed")
+				assert.Equal(t, []int64{2, 2}, get(minute, hour), "the old tiers find their windows again")
+			})
+		})
+	}
+}
