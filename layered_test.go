@@ -360,3 +360,63 @@ func TestLayeredSharesOnlyTheSameScales(t *testing.T) {
 		})
 	}
 }
+
+// TestLayeredRestartKeepsEveryTiersWindow: after a snapshot, a janitor
+// pass once one tier's window has ended, and a restart, a Layered key
+// resumes every tier with its count and its window's end, for each
+// algorithm (PerKeyWindow's anchor at the tier's first hit,
+// StaggeredWindow's offset), read through a limiter that gives the tiers in
+// another order; the ended tier reads empty, and the key leaves the file
+// only once its longest tier has ended.
+func TestLayeredRestartKeepsEveryTiersWindow(t *testing.T) {
+	for _, alg := range []ratedb.Algorithm{ratedb.FixedWindow, ratedb.PerKeyWindow, ratedb.StaggeredWindow} {
+		t.Run(alg.String(), func(t *testing.T) {
+			path := tempPath(t)
+			c := newClock()
+			c.Set(epoch.Add(17*time.Second + 3*time.Millisecond))
+			opts := testOptions(c)
+			db, err := ratedb.Open(path, opts)
+			require.NoError(t, err)
+			second := ratedb.Tier{Scale: time.Second, Limit: 5}
+			minute := ratedb.Tier{Scale: time.Minute, Limit: 50}
+			hour := ratedb.Tier{Scale: time.Hour, Limit: 100}
+			l, err := db.Layered(alg, hour, second, minute)
+			require.NoError(t, err)
+			_, err = l.Hit(ctx, "k", 3)
+			require.NoError(t, err)
+			c.Advance(400 * time.Millisecond)
+			r, err := l.Hit(ctx, "k", 2)
+			require.NoError(t, err)
+			require.True(t, r.Allowed)
+			counts, ends, err := l.State(ctx, "k")
+			require.NoError(t, err)
+			require.NoError(t, db.Snapshot())
+
+			c.Advance(2 * time.Second) // the second tier's window has ended
+			removed, err := db.Clean()
+			require.NoError(t, err)
+			assert.Zero(t, removed)
+			require.NoError(t, db.Close())
+
+			db = openDB(t, path, opts)
+			l, err = db.Layered(alg, minute, hour, second)
+			require.NoError(t, err)
+			got, gotEnds, err := l.State(ctx, "k")
+			require.NoError(t, err)
+			assert.Equal(t, []int64{counts[2], counts[0], 0}, got)
+			assert.True(t, gotEnds[0].Equal(ends[2]), "minute ends at %v, want %v", gotEnds[0], ends[2])
+			assert.True(t, gotEnds[1].Equal(ends[0]), "hour ends at %v, want %v", gotEnds[1], ends[0])
+			assert.True(t, gotEnds[2].IsZero())
+
+			c.Set(ends[0].Add(-time.Millisecond))
+			removed, err = db.Clean()
+			require.NoError(t, err)
+			assert.Zero(t, removed, "the hour tier is live")
+			c.Set(ends[0])
+			removed, err = db.Clean()
+			require.NoError(t, err)
+			assert.Equal(t, 1, removed)
+			assert.Zero(t, db.Stats().WindowsOnDisk)
+		})
+	}
+}
