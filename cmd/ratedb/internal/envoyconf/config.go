@@ -23,8 +23,10 @@ type Limit struct {
 	Unlimited bool
 	// ShadowMode counts and decides, but the answer is always OK.
 	ShadowMode bool
-	// QuotaMode, like ShadowMode, never denies (envoyproxy/ratelimit reports
-	// the violation in response metadata; we only count).
+	// QuotaMode makes the limit a soft one, as envoyproxy/ratelimit's
+	// quota_mode: a descriptor over it answers OVER_LIMIT in its own status
+	// and counts nothing, and its request is over the limit only if every
+	// quota_mode descriptor of it is over its limit (or an enforced one is).
 	QuotaMode bool
 	// DetailedMetric is accepted and kept for listing; it changes no decision.
 	DetailedMetric bool

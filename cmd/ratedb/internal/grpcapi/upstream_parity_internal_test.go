@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/metrics"
 )
 
 // envoyproxy/ratelimit's QUOTA_MODE=true makes every non-unlimited
@@ -64,4 +65,56 @@ func TestGlobalQuotaModeUnmatchedDescriptorAppliesRefunds(t *testing.T) {
 	assert.Equal(t, rlsv3.RateLimitResponse_OVER_LIMIT, resp.GetStatuses()[0].GetCode())
 	resp = gcheck(t, s, gapDesc("b", "y"))
 	assert.EqualValues(t, 1, resp.GetStatuses()[0].GetLimitRemaining(), "the refund was applied: b holds this hit only")
+}
+
+// QUOTA_MODE=true makes a descriptor whose limit another descriptor of the
+// request replaces a quota descriptor that passed, as it does one that
+// matches no limit (envoyproxy/ratelimit nils a replaced limit, then counts
+// every descriptor but an unlimited one as a quota descriptor): the request
+// is not over the limit, and, as the README's metrics section says, it is
+// decided descriptor by descriptor, one check request each.
+func TestGlobalQuotaModeReplacedDescriptorPasses(t *testing.T) {
+	const config = `
+domain: g
+descriptors:
+  - key: a
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: named
+    rate_limit: {unit: hour, requests_per_unit: 5, name: N}
+  - key: replacing
+    rate_limit: {unit: hour, requests_per_unit: 5, replaces: [{name: N}]}
+`
+	m := metrics.New()
+	s := testServer(t, config, Options{QuotaMode: true}, core.Options{Observer: m}, nil)
+	check := func(descs ...*ratelimitv3.RateLimitDescriptor) *rlsv3.RateLimitResponse {
+		t.Helper()
+		resp, err := s.Check(context.Background(), &rlsv3.RateLimitRequest{Domain: "g", Descriptors: descs})
+		require.NoError(t, err)
+		return resp
+	}
+	over := func(k, v string) *ratelimitv3.RateLimitDescriptor {
+		d := gapDesc(k, v)
+		d.HitsAddend = wrapperspb.UInt64(6) // over every limit here
+		return d
+	}
+	require.Equal(t, rlsv3.RateLimitResponse_OVER_LIMIT, check(over("a", "x"), over("replacing", "x")).GetOverallCode(),
+		"every quota descriptor is over its limit")
+	observed := func() uint64 {
+		t.Helper()
+		mfs, err := m.Registry().Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == "ratedb_check_duration_seconds" {
+				return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+			}
+		}
+		return 0
+	}
+	before := observed()
+	resp := check(over("a", "x"), gapDesc("named", "x"), over("replacing", "x"))
+	assert.Equal(t, rlsv3.RateLimitResponse_OK, resp.GetOverallCode(), "the replaced descriptor is a quota descriptor that passed")
+	assert.Equal(t, rlsv3.RateLimitResponse_OVER_LIMIT, resp.GetStatuses()[0].GetCode())
+	assert.Nil(t, resp.GetStatuses()[1].GetCurrentLimit(), "replaced")
+	assert.Equal(t, rlsv3.RateLimitResponse_OVER_LIMIT, resp.GetStatuses()[2].GetCode())
+	assert.EqualValues(t, 2, observed()-before, "decided descriptor by descriptor: one check request per limited descriptor")
 }
