@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/ratedb/ratedb"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/ratedb/ratedb"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
 )
@@ -39,41 +41,70 @@ var ruleFields = strictFields{
 // each "tiers" object, are named exactly as documented, each at most once,
 // and whose strings hold no U+FFFD (which a literal U+FFFD, "\ufffd" or an
 // escaped lone surrogate such as "\ud800" would give: all are refused); a
-// body that is not is refused with that one problem.
+// body that is not is refused with that one problem. A value of the wrong
+// type is one problem among the others, named by its place ("route",
+// "tiers[1].limit"): every such value is reported, and none is reported as
+// missing.
 func DecodeRule(name string, body []byte) (*rules.Rule, error) {
 	if err := checkStrict(body, ruleFields); err != nil {
 		return nil, &rules.ValidationError{Problems: []string{err.Error()}}
 	}
-	var rb ruleBody
+	// checkStrict refused unknown, misspelt and repeated members, and a
+	// "tiers" that is an object or holds anything but objects and nulls.
+	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	// A value of the wrong type is one problem among the others:
-	// encoding/json decodes the rest of the body and reports the first.
-	var typeProblem, typeField string
-	if err := dec.Decode(&rb); err != nil {
-		var te *json.UnmarshalTypeError
-		if !errors.As(err, &te) {
-			return nil, &rules.ValidationError{Problems: []string{describeJSONError(err)}}
-		}
-		typeProblem, typeField = describeJSONError(err), strings.SplitN(te.Field, ".", 2)[0]
+	if err := dec.Decode(&raw); err != nil {
+		return nil, &rules.ValidationError{Problems: []string{describeJSONError(err)}}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, &rules.ValidationError{Problems: []string{"data after the JSON object"}}
 	}
-	r, err := rules.Build(name, rules.Spec{
-		ClientID: rb.ClientID, Route: rb.Route, Algorithm: rb.Algorithm,
-		Limit: rb.Limit, Window: rb.Window, Tiers: rb.Tiers,
-	}, false)
-	if typeProblem == "" {
+	// Each member is decoded on its own, so that a value of the wrong type
+	// is one problem among the others (encoding/json reports only the
+	// first, and the members after it would read as missing).
+	var typeProblems []string
+	mistyped := map[string]bool{}
+	decode := func(place string, v json.RawMessage, dst any, want string) {
+		if v != nil && json.Unmarshal(v, dst) != nil {
+			typeProblems = append(typeProblems, place+" must be "+want)
+			mistyped[place] = true
+		}
+	}
+	limitWant := fmt.Sprintf("an integer from 0 to %d", int64(rules.MaxLimit))
+	const windowWant = `a string holding a duration such as "60s"`
+	var spec rules.Spec
+	decode("client_id", raw["client_id"], &spec.ClientID, "a string")
+	decode("route", raw["route"], &spec.Route, "a string")
+	decode("algorithm", raw["algorithm"], &spec.Algorithm, "a string")
+	decode("limit", raw["limit"], &spec.Limit, limitWant)
+	decode("window", raw["window"], &spec.Window, windowWant)
+	var tiers []json.RawMessage
+	decode("tiers", raw["tiers"], &tiers, "an array of objects with limit and window")
+	for i, v := range tiers {
+		var members map[string]json.RawMessage
+		_ = json.Unmarshal(v, &members) // an object or null: checkStrict checked
+		var t rules.TierSpec
+		place := fmt.Sprintf("tiers[%d].", i)
+		decode(place+"limit", members["limit"], &t.Limit, limitWant)
+		decode(place+"window", members["window"], &t.Window, windowWant)
+		spec.Tiers = append(spec.Tiers, t)
+	}
+	r, err := rules.Build(name, spec, false)
+	if len(typeProblems) == 0 {
 		return r, err
 	}
-	problems := []string{typeProblem}
+	// A mistyped value reads as missing to Build: keep only its problems
+	// about other fields. Given tiers that were mistyped, a rule without a
+	// limit and a window is not missing them either.
+	problems := typeProblems
 	var ve *rules.ValidationError
 	if errors.As(err, &ve) {
 		for _, p := range ve.Problems {
-			if !strings.HasPrefix(p, typeField) { // the mistyped field reads as missing
-				problems = append(problems, p)
+			place, _, _ := strings.Cut(p, " ")
+			if mistyped[place] || (mistyped["tiers"] && spec.Limit == nil && spec.Window == "" && (place == "limit" || place == "window")) {
+				continue
 			}
+			problems = append(problems, p)
 		}
 	}
 	return nil, &rules.ValidationError{Problems: problems}

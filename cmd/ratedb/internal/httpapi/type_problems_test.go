@@ -41,3 +41,51 @@ func TestRuleListsTypeProblemsWithTheOthers(t *testing.T) {
 		assert.Contains(t, resp, p)
 	}
 }
+
+// Every value of the wrong type in a rule is reported, by its place, and
+// none as missing: encoding/json reports only the first, so a second one
+// read as missing ("route is empty" for "route":true, "window is missing"
+// for "window":60), and in "tiers" the first hid every other tier's
+// problems and was named without its index ("tiers.limit").
+func TestRuleReportsEveryTypeProblemByItsPlace(t *testing.T) {
+	cases := map[string]struct {
+		body        string
+		want, never []string
+	}{
+		"two top-level": {
+			`{"client_id":5,"route":true,"limit":1,"window":"1s"}`,
+			[]string{"client_id must be a string", "route must be a string"},
+			[]string{"route is empty"},
+		},
+		"limit and window": {
+			`{"client_id":"x","route":"*","limit":"5","window":60}`,
+			[]string{"limit must be an integer from 0 to 1099511627776", "window must be a string holding a duration"},
+			[]string{"missing", "int64"},
+		},
+		"in tiers": {
+			`{"client_id":"x","route":"*","tiers":[{"limit":1.5,"window":"1m"},{"limit":-2,"window":"1m"},{"limit":1,"window":true}]}`,
+			[]string{"tiers[0].limit must be an integer", "tiers[1].limit -2 is not between", "tiers[2].window must be a string"},
+			[]string{"tiers.limit", "missing", "int64"},
+		},
+		"tiers not an array": {
+			`{"client_id":"x","route":"*","tiers":7}`,
+			[]string{"tiers must be an array of objects with limit and window"},
+			[]string{"missing", "TierSpec"},
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := newTestServer(t)
+			code, resp := s.do(t, http.MethodPut, "/v1/rules/r", "a", c.body)
+			require.Equal(t, http.StatusBadRequest, code, resp)
+			for _, p := range c.want {
+				assert.Contains(t, resp, p)
+			}
+			for _, p := range c.never {
+				assert.NotContains(t, resp, p)
+			}
+			_, stored := s.rules.Current().Get("r")
+			assert.False(t, stored)
+		})
+	}
+}
