@@ -71,3 +71,21 @@ func TestMetricsRefusesOtherMethods(t *testing.T) {
 		assert.NotContains(t, rec.Body.String(), "# metrics", m)
 	}
 }
+
+// GET /v1/rules/default answers the default rule, so DELETE of it must not
+// answer "no such rule" (404, README: "404 if there is none"): it is a 400
+// saying why it cannot be deleted, and the default rule still applies.
+func TestDeleteDefaultRuleIsRefusedNotMissing(t *testing.T) {
+	s := newTestServer(t)
+	code, resp := s.do(t, http.MethodGet, "/v1/rules/default", "a", "")
+	require.Equal(t, http.StatusOK, code, resp)
+	code, resp = s.do(t, http.MethodDelete, "/v1/rules/default", "a", "")
+	assert.Equal(t, http.StatusBadRequest, code, resp)
+	assert.Contains(t, resp, "--default-*")
+	assert.Contains(t, resp, `"status":"error"`)
+	code, resp = s.do(t, http.MethodGet, "/v1/rules/default", "a", "")
+	assert.Equal(t, http.StatusOK, code, resp)
+	// Another rule that does not exist is still 404.
+	code, resp = s.do(t, http.MethodDelete, "/v1/rules/nothing", "a", "")
+	assert.Equal(t, http.StatusNotFound, code, resp)
+}

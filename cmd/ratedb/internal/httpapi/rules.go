@@ -213,6 +213,12 @@ func (s *Server) rule(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		err := s.opts.Rules.Delete(name)
 		switch {
+		case errors.Is(err, rules.ErrNotFound) && name == rules.DefaultName:
+			// GET /v1/rules/default answers the default rule: "no such
+			// rule" would contradict it. (A stored rule of that name,
+			// which only another version or a hand edit can have
+			// written, is deleted above.)
+			writeError(w, http.StatusBadRequest, "the default rule cannot be deleted: the --default-* flags set it", nil)
 		case errors.Is(err, rules.ErrNotFound):
 			writeError(w, http.StatusNotFound, "no such rule", nil)
 		case err != nil:
