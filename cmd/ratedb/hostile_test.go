@@ -439,10 +439,10 @@ func hostileRequests(g *hostileGen, n int) []*rawReq {
 					keys: []string{adminKey}, want: []int{404}})
 			case 4:
 				query := g.pick("", "?", "?client_id=", "?route=%2F", "?client_id=a", "?client_id=a&route=", "?client_id="+strings.Repeat("a", 513)+"&route=b",
-					"?client_id=a;route=b", "?client_id=%zz&route=b")
+					"?client_id=a;route=b", "?client_id=%zz&route=b", "?client_id=%ff&route=%fe", "?client_id=%EF%BF%BD&route=b")
 				add(&rawReq{name: "admin: bad match query", method: "GET", target: "/v1/rules/match" + query, keys: []string{adminKey}, want: []int{400}})
 			case 5:
-				query := g.pick("?client_id=%ff&route=%fe", "?client_id=%00&route=%00", "?client_id=a&client_id=b&route=c", "?route=r&client_id="+g.id("c")+"&x=1")
+				query := g.pick("?client_id=%C3%A9&route=%E2%82%AC", "?client_id=%00&route=%00", "?client_id=a&client_id=b&route=c", "?route=r&client_id="+g.id("c")+"&x=1")
 				add(&rawReq{name: "admin: odd match query", method: "GET", target: "/v1/rules/match" + query, keys: []string{adminKey}, want: []int{200}})
 			default:
 				add(&rawReq{name: "admin: list", method: "GET", target: "/v1/rules?x=" + g.id("q"), keys: []string{adminKey}, want: []int{200}})

@@ -33,3 +33,27 @@ func TestWildcardPrecedenceCountsCharactersNotBytes(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, answer)
 	assert.Contains(t, answer, `"limit":3,`)
 }
+
+// GET /v1/rules/match says which rule applies to a check; a client_id or
+// route that no check can carry (not valid UTF-8, or holding U+FFFD: the
+// check API answers 400) gets 400 too, not a rule. It answered 200 with the
+// default rule, or with a wildcard rule, for ids the check API refuses.
+func TestMatchRefusesIDsNoCheckCanCarry(t *testing.T) {
+	s := newTestServer(t)
+	for _, bad := range []string{"\xff", "a\xc3", "\uFFFD", "x\uFFFDy"} {
+		for _, q := range []url.Values{
+			{"client_id": {bad}, "route": {"/r"}},
+			{"client_id": {"u"}, "route": {bad}},
+		} {
+			code, answer := s.do(t, http.MethodGet, "/v1/rules/match?"+q.Encode(), "a", "")
+			assert.Equal(t, http.StatusBadRequest, code, "%q: %s", q.Encode(), answer)
+			assert.Contains(t, answer, "U+FFFD", q.Encode())
+			assert.NotContains(t, answer, `"rule"`, q.Encode())
+		}
+		code, answer := s.do(t, http.MethodPost, "/v1/check", "c", `{"client_id":"`+bad+`","route":"/r"}`)
+		assert.Equal(t, http.StatusBadRequest, code, "the check API refuses %q too: %s", bad, answer)
+	}
+	q := url.Values{"client_id": {"é"}, "route": {"/r"}}
+	code, answer := s.do(t, http.MethodGet, "/v1/rules/match?"+q.Encode(), "a", "")
+	assert.Equal(t, http.StatusOK, code, answer)
+}

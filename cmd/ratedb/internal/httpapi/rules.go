@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ratedb/ratedb"
 
@@ -146,12 +147,16 @@ func (s *Server) matchRule(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	client, route := q.Get("client_id"), q.Get("route")
+	// The values a check may carry (DecodeCheck): a check could not send
+	// any other, so no rule applies to it.
 	var problems []string
-	if client == "" || len(client) > MaxIDLen {
-		problems = append(problems, "client_id must be 1 to 512 bytes")
-	}
-	if route == "" || len(route) > MaxIDLen {
-		problems = append(problems, "route must be 1 to 512 bytes")
+	for _, f := range []struct{ name, v string }{{"client_id", client}, {"route", route}} {
+		switch {
+		case f.v == "" || len(f.v) > MaxIDLen:
+			problems = append(problems, fmt.Sprintf("%s must be 1 to %d bytes", f.name, MaxIDLen))
+		case !utf8.ValidString(f.v) || strings.ContainsRune(f.v, utf8.RuneError):
+			problems = append(problems, f.name+" must be valid UTF-8 and may not hold U+FFFD, as in a check")
+		}
 	}
 	if len(problems) > 0 {
 		writeError(w, http.StatusBadRequest, joinProblems(problems), nil)
