@@ -133,9 +133,15 @@ type changeSet struct {
 // add appends a change of the record key prefix+key (hashed under secret)
 // with counters cs (none: delete the window) and returns it.
 func (s *changeSet) add(secret siphash.Key, prefix []byte, key string, cs []counter) *change {
-	c := change{koff: len(s.keys), coff: uint32(len(s.cs)), klen: uint16(len(prefix) + len(key)), cn: uint8(len(cs))}
+	c := s.addHashed(0, prefix, key, cs)
+	c.h = layout.Hash(secret, s.key(c))
+	return c
+}
+
+// addHashed is add for a record key whose hash h is known.
+func (s *changeSet) addHashed(h uint64, prefix []byte, key string, cs []counter) *change {
+	c := change{h: h, koff: len(s.keys), coff: uint32(len(s.cs)), klen: uint16(len(prefix) + len(key)), cn: uint8(len(cs))}
 	s.keys = append(append(s.keys, prefix...), key...)
-	c.h = layout.Hash(secret, s.key(&c))
 	s.cs = append(s.cs, cs...)
 	s.changes = append(s.changes, c)
 	return &s.changes[len(s.changes)-1]

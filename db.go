@@ -26,7 +26,7 @@ type DB struct {
 	bolt       *bolt.DB // nil in memory-only mode; read under boltMu or snapMu, switched by rebuild holding both
 	boltMu     sync.RWMutex
 	fileErr    error       // set (snapMu held) when the file must not be written: see auditFile
-	secret     siphash.Key // the file's hash key: read under boltMu or snapMu, switched with bolt
+	secret     siphash.Key // the file's hash key: set by Open, then never changed (a rebuild keeps it)
 	blocks     blockIndex  // every block's earliest expiry and size (snapMu)
 	snapBufs   snapBufs    // a snapshot's buffers, kept for the next one (snapMu)
 	auditIndex blockIndex  // the blockIndex the audit after Open read (snapMu)

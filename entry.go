@@ -29,7 +29,7 @@ type entry struct {
 	gone     bool  // removed from the shard map; holders must look the key up again (written under shard.mu and mu)
 	dirty    bool  // changed since it was last copied by a snapshot (mu)
 	inflight bool  // copied by a snapshot whose commit is pending (mu)
-	bits     uint8 // usesMask: uses served by the fast table, to sample for the cache; loweredBit (mu)
+	bits     uint8 // usesMask: uses served by the fast table, to sample for the cache; loweredBit; hashRoomBit, hashKeptBit (mu)
 
 	c    counter    // tier 0 (mu)
 	more *[]counter // tiers 1.. of a Layered limiter, nil for a Window (mu); a pointer keeps Window entries small
@@ -40,10 +40,13 @@ type entry struct {
 }
 
 // The bits of entry.bits: a 4-bit use counter (the entry stays within its
-// 96-byte size class) and loweredBit.
+// 96-byte size class), loweredBit, and the two bits of a kept file hash
+// (see keepFileHash).
 const (
-	usesMask   = 0x0f
-	loweredBit = 0x10
+	usesMask    = 0x0f
+	loweredBit  = 0x10
+	hashRoomBit = 0x20 // the allocation has room after the key for a file hash (set once by allocEntry)
+	hashKeptBit = 0x40 // that room holds the file hash of the record key (mu)
 )
 
 // lowered reports whether an end was lowered since a snapshot last copied

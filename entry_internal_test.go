@@ -44,3 +44,29 @@ func TestEntryWithKeySize(t *testing.T) {
 		}
 	}
 }
+
+// An entry keeps the file hash of its record key in the bytes its
+// allocation leaves after the key, where there are eight: the hash reads
+// back as written and the key stays as it was.
+func TestEntryKeepsFileHash(t *testing.T) {
+	for n := 0; n <= 2*inlineKeyLen; n++ {
+		key := strings.Repeat("k", n)
+		e := allocEntry(key)
+		room := n <= 24 || (n > 32 && n <= 40) || (n > 48 && n <= 56) || n > inlineKeyLen
+		if got := e.bits&hashRoomBit != 0; got != room {
+			t.Fatalf("a %d-byte key: room for a hash %t, want %t", n, got, room)
+		}
+		if _, ok := e.fileHash(); ok {
+			t.Fatalf("a %d-byte key: a hash kept before any was given", n)
+		}
+		const h = 0x0102030405060708
+		e.keepFileHash(h)
+		got, ok := e.fileHash()
+		if ok != room || (ok && got != h) {
+			t.Fatalf("a %d-byte key: kept hash %#x, %t; want %#x, %t", n, got, ok, uint64(h), room)
+		}
+		if e.key != key {
+			t.Fatalf("a %d-byte key changed to %q by its kept hash", n, e.key)
+		}
+	}
+}

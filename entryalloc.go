@@ -1,6 +1,9 @@
 package ratedb
 
-import "unsafe"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 // Short keys share their entry's allocation: the key's bytes follow the
 // entry in memory, so a look-up that reaches the entry finds the key to
@@ -20,6 +23,58 @@ import "unsafe"
 // inlineKeyLen is the longest key stored inline.
 const inlineKeyLen = 64
 
+// The bytes an entry's allocation leaves after its key keep the file hash
+// of its record key (layout.Hash of the spec's prefix and the key), when
+// there are at least eight: keys of up to 24 bytes, of 33 to 40, of 49 to
+// 56, and every key longer than inlineKeyLen (allocated with eight bytes to
+// spare). A snapshot then copies a window without hashing its record key
+// again: a SipHash of a 24-byte record key is about 20 ns of the 270 a
+// window costs. The file's secret never changes while a DB is open (a
+// rebuild keeps it), so a kept hash stays right. A key in a class without
+// room (25 to 32 bytes, say) is hashed at every snapshot, as before.
+
+// fileHashLen is the size of a kept file hash.
+const fileHashLen = 8
+
+// keyRoom returns the bytes allocEntry allocates for a key of n bytes.
+func keyRoom(n int) int {
+	switch {
+	case n <= 32:
+		return 32
+	case n <= 48:
+		return 48
+	case n <= inlineKeyLen:
+		return inlineKeyLen
+	}
+	return n + fileHashLen
+}
+
+// fileHashSlot returns the eight bytes after e's key that keep its file
+// hash. Only for an entry allocEntry made with room for one (hashRoomBit).
+func (e *entry) fileHashSlot() []byte {
+	room := keyRoom(len(e.key))
+	return unsafe.Slice(unsafe.StringData(e.key), room)[room-fileHashLen : room : room]
+}
+
+// fileHash returns the kept file hash of e's record key, if one is kept.
+// e.mu held (or e not yet shared).
+func (e *entry) fileHash() (uint64, bool) {
+	if e.bits&hashKeptBit == 0 {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(e.fileHashSlot()), true
+}
+
+// keepFileHash keeps h, the file hash of e's record key, if e's allocation
+// has room for it. e.mu held (or e not yet shared).
+func (e *entry) keepFileHash(h uint64) {
+	if e.bits&hashRoomBit == 0 {
+		return
+	}
+	binary.LittleEndian.PutUint64(e.fileHashSlot(), h)
+	e.bits |= hashKeptBit
+}
+
 // entryWith is an entry followed by the bytes of a short key; K is a byte
 // array.
 type entryWith[K any] struct {
@@ -38,9 +93,10 @@ func allocEntry(key string) *entry {
 		return allocInline[[inlineKeyLen]byte](key)
 	}
 	e := new(entry)
-	b := make([]byte, len(key))
+	b := make([]byte, len(key), keyRoom(len(key)))
 	copy(b, key)
 	e.key = unsafe.String(unsafe.SliceData(b), len(b))
+	e.bits = hashRoomBit
 	return e
 }
 
@@ -52,5 +108,8 @@ func allocInline[K any](key string) *entry {
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&ek.k)), unsafe.Sizeof(ek.k))
 	n := copy(b, key)
 	ek.e.key = unsafe.String(unsafe.SliceData(b), n)
+	if len(b)-n >= fileHashLen {
+		ek.e.bits = hashRoomBit
+	}
 	return &ek.e
 }

@@ -316,8 +316,12 @@ func createFile(path string) error {
 	return nil
 }
 
-// initFile creates the buckets and metadata of an empty database.
-func initFile(tx *bolt.Tx) error {
+// initFile creates the buckets and metadata of an empty database, with a
+// new secret.
+func initFile(tx *bolt.Tx) error { return initFileWith(tx, layout.NewSecret()) }
+
+// initFileWith is initFile with the given secret (layout.SecretLen bytes).
+func initFileWith(tx *bolt.Tx, secret []byte) error {
 	mb, err := tx.CreateBucket(layout.BucketMeta)
 	if err != nil {
 		return err
@@ -325,7 +329,7 @@ func initFile(tx *bolt.Tx) error {
 	if _, err := tx.CreateBucket(layout.BucketBlocks); err != nil {
 		return err
 	}
-	if err := mb.Put(layout.KeySecret, layout.NewSecret()); err != nil {
+	if err := mb.Put(layout.KeySecret, secret); err != nil {
 		return err
 	}
 	if err := mb.Put(layout.KeyCount, record.EncodeInt64(0)); err != nil {
@@ -406,17 +410,20 @@ func guard(fn func() error) (err error) {
 
 // load reads key's window from the file into dst. Without one (or with a
 // damaged block, which is counted and skipped) it returns empty counters and
-// found == false. In memory-only mode there is nothing to read.
-func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err error) {
+// found == false. With a file it also returns fh, the file hash of key's
+// record key, for the entry to keep (see keepFileHash), whatever the error;
+// in memory-only mode there is nothing to read, and fh is 0.
+func (s *spec) load(key string, dst []counter) (cs []counter, found bool, fh uint64, err error) {
 	db := s.db
 	n := len(s.scales)
 	if db.persist {
 		k := make([]byte, 0, len(s.prefix)+len(key))
 		k = append(append(k, s.prefix...), key...)
+		fh = layout.Hash(db.secret, k) // the presence filter's secret too (presence.secret)
 		if p := db.presence.Load(); p != nil {
-			if !p.mayContain(layout.Hash(p.secret, k)) {
+			if !p.mayContain(fh) {
 				db.stats.readsAvoided.Add(1)
-				return zeroCounters(dst, n), false, nil
+				return zeroCounters(dst, n), false, fh, nil
 			}
 			if p.full() {
 				// New windows have filled it up: a larger one is due
@@ -428,10 +435,10 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 		if db.treeDamaged.Load() {
 			// bbolt's Seek would recurse down the damaged tree (see
 			// loadFile) until the audit's rebuild replaces the file.
-			return dst[:0], false, fmt.Errorf("%w: the file's blocks of windows have damaged pages (until the file is rebuilt)", ErrCorrupt)
+			return dst[:0], false, fh, fmt.Errorf("%w: the file's blocks of windows have damaged pages (until the file is rebuilt)", ErrCorrupt)
 		}
 		err = db.view(func(tx *bolt.Tx) error {
-			bk, v := layout.SeekBlock(tx.Bucket(layout.BucketBlocks).Cursor(), layout.Hash(db.secret, k))
+			bk, v := layout.SeekBlock(tx.Bucket(layout.BucketBlocks).Cursor(), fh)
 			if v == nil {
 				return nil
 			}
@@ -448,13 +455,13 @@ func (s *spec) load(key string, dst []counter) (cs []counter, found bool, err er
 			return nil
 		})
 		if err != nil {
-			return dst[:0], false, err
+			return dst[:0], false, fh, err
 		}
 		if found {
-			return cs, true, nil
+			return cs, true, fh, nil
 		}
 	}
-	return zeroCounters(dst, n), false, nil
+	return zeroCounters(dst, n), false, fh, nil
 }
 
 // logDamagedBlock logs a look-up that skipped a damaged block, at most once

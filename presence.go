@@ -36,8 +36,8 @@ import (
 //   - A look-up consults the filter only for a key not in memory, and a
 //     window leaves memory only after the commit that wrote it: the filter
 //     the look-up loads is the one that commit set bits in, or a later one.
-//   - A rebuild of a damaged file, with a new secret, drops both filters
-//     (snapMu and boltMu held); a build of the old file is then discarded.
+//   - A rebuild of a damaged file drops both filters (snapMu and boltMu
+//     held); a build of the old file is then discarded.
 //
 // Bits are never cleared: windows the janitor removes leave stale bits,
 // which only cost a read. A filter is rebuilt once a quarter of its bits are

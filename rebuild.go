@@ -14,7 +14,6 @@ import (
 
 	"github.com/ratedb/ratedb/internal/layout"
 	"github.com/ratedb/ratedb/internal/record"
-	"github.com/ratedb/ratedb/internal/siphash"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -108,9 +107,8 @@ func (db *DB) auditPages(m bmeta) (int, blockIndex, error) {
 }
 
 // rebuild writes every window that lies in a sound place of the file whose
-// meta is m, in a block that passes its checksum, into a new file (with a
-// secret of its own), puts the new file
-// in place of the old one, which it keeps as "<path>.corrupt-<unix-ms>", and
+// meta is m, in a block that passes its checksum, into a new file (with the
+// same secret), puts the new file in place of the old one, which it keeps as "<path>.corrupt-<unix-ms>", and
 // switches the DB to it. snapMu held.
 func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 	started := time.Now()
@@ -153,7 +151,11 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
-	if err := nb.Update(initFile); err != nil {
+	// The new file keeps the old one's secret: windows in memory keep the
+	// file hash of their record keys (see keepFileHash), which must stay
+	// right across the rebuild, and db.secret never changes while the DB
+	// is open.
+	if err := nb.Update(func(tx *bolt.Tx) error { return initFileWith(tx, db.secret.Bytes()) }); err != nil {
 		return err
 	}
 
@@ -164,14 +166,7 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 		bad int64
 		blk record.Block
 	)
-	var secret siphash.Key
-	if err := nb.View(func(tx *bolt.Tx) error {
-		var err error
-		secret, err = layout.Secret(tx.Bucket(layout.BucketMeta))
-		return err
-	}); err != nil {
-		return err
-	}
+	secret := db.secret
 	a := newPageAudit(f, m)
 	a.leaf = func(bucket string, k, v []byte) {
 		if bucket != string(layout.BucketBlocks) {
@@ -237,7 +232,7 @@ func (db *DB) rebuild(m bmeta, damaged int) (err error) {
 		return err
 	}
 	old := db.bolt
-	db.bolt, db.secret, db.blocks = nb, secret, blocks
+	db.bolt, db.blocks = nb, blocks
 	db.treeDamaged.Store(false)
 	db.dropPresence()
 	db.boltMu.Unlock()

@@ -193,7 +193,13 @@ func (db *DB) snapshotLocked() (int64, error) {
 				if !e.tombstone() {
 					cs = e.counters(buf[:0])
 				}
-				c := set.add(secret, e.s.prefix, e.key, cs)
+				var c *change
+				if h, ok := e.fileHash(); ok {
+					c = set.addHashed(h, e.s.prefix, e.key, cs)
+				} else {
+					c = set.add(secret, e.s.prefix, e.key, cs)
+					e.keepFileHash(c.h)
+				}
 				c.e, c.lowered = e, lowered
 			}
 			e.mu.Unlock()

@@ -156,12 +156,15 @@ func (s *spec) acquire(key string, h uint64) (e *entry, now int64, cold bool, er
 	created, fresh := false, false
 	if e == nil {
 		var buf [maxTiersInline]counter
-		cs, found, err := s.load(key, buf[:0])
+		cs, found, fh, err := s.load(key, buf[:0])
 		if err != nil {
 			sh.mu.Unlock()
 			return nil, 0, false, err
 		}
 		e = s.newEntry(key, cs)
+		if db.persist {
+			e.keepFileHash(fh)
+		}
 		sh.insert(h, e)
 		db.memWindows.Add(1)
 		created, fresh = true, !found
@@ -344,7 +347,7 @@ func (s *spec) peek(key string, h uint64, dst []counter) ([]counter, int64, erro
 	if err != nil {
 		return dst[:0], 0, err
 	}
-	cs, found, err := s.load(key, dst)
+	cs, found, _, err := s.load(key, dst)
 	if err != nil || !found {
 		return dst[:0], now, err
 	}
@@ -385,12 +388,13 @@ func (s *spec) reset(key string) error {
 			return nil
 		}
 		var buf [maxTiersInline]counter
-		cs, found, err := s.load(key, buf[:0])
+		cs, found, fh, err := s.load(key, buf[:0])
 		if err != nil || !found {
 			sh.mu.Unlock()
 			return err
 		}
 		e = s.newEntry(key, cs)
+		e.keepFileHash(fh)
 		sh.insert(h, e)
 		db.memWindows.Add(1)
 		db.exp.add(e, db.expiryAt(e.maxEnd(), now))

@@ -21,6 +21,14 @@ func KeyFrom(b []byte) Key {
 	return Key{binary.LittleEndian.Uint64(b[0:8]), binary.LittleEndian.Uint64(b[8:16])}
 }
 
+// Bytes returns the key's 16 bytes, as KeyFrom reads them.
+func (k Key) Bytes() []byte {
+	b := make([]byte, 16)
+	binary.LittleEndian.PutUint64(b[0:8], k.K0)
+	binary.LittleEndian.PutUint64(b[8:16], k.K1)
+	return b
+}
+
 // Sum64 returns the SipHash-2-4 of m under k.
 func Sum64(k Key, m []byte) uint64 {
 	v0 := k.K0 ^ 0x736f6d6570736575
