@@ -92,7 +92,7 @@ type Options struct {
 
 	// OpenTimeout is how long Open waits in all for another handle's lock
 	// on the file before it returns ErrLocked. Default 1 second. Negative
-	// is invalid.
+	// is invalid. Unused in memory-only mode.
 	OpenTimeout time.Duration
 
 	// Logger receives snapshot and janitor failures, corrupt-file
@@ -101,7 +101,8 @@ type Options struct {
 	Logger *slog.Logger
 
 	// OnCorrupt says what Open does with a file that fails validation.
-	// Default CorruptFail.
+	// Default CorruptFail; a value other than CorruptFail and
+	// CorruptMoveAside is invalid. Unused in memory-only mode.
 	//
 	// Damage found after Open, by the check of every page's structure that
 	// runs in the background before anything writes to the file, is
@@ -112,7 +113,7 @@ type Options struct {
 
 	// NoSync skips fsync at each snapshot commit. A process crash still loses
 	// nothing more than without it; a power loss or kernel crash can lose
-	// more, or damage the file. Default false.
+	// more, or damage the file. Default false. Ignored in memory-only mode.
 	NoSync bool
 }
 
