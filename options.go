@@ -87,7 +87,10 @@ type Options struct {
 	// 1970-01-01T00:00:00Z or at or after 10000-01-01T00:00:00Z gives
 	// ErrClockOutOfRange. The clock is called with the key's lock held, so
 	// that a call's time is never older than a janitor pass it follows: it
-	// must be fast and must not call the DB.
+	// must be fast and must not call the DB. It is called concurrently (by
+	// calls on different keys, and by the janitor), so it must be safe for
+	// concurrent use: a fake clock guards its reading with a mutex or an
+	// atomic.
 	Clock func() time.Time
 
 	// OpenTimeout is how long Open waits in all for another handle's lock

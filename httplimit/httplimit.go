@@ -14,7 +14,9 @@ import (
 
 // Options configures a Middleware. The zero value of every field selects
 // its default; pass nil to New for all defaults. New copies the Options:
-// changing them afterwards has no effect.
+// changing them afterwards has no effect. The middleware calls its
+// functions and handlers on the goroutine of each request, so concurrently:
+// they must be safe for concurrent use.
 type Options struct {
 	// KeyFunc returns the key of a request; requests with the same key share
 	// a quota. Default KeyByIP: the direct peer's address, IPv6 folded to

@@ -50,7 +50,9 @@ var ServerClock = Clock{}
 // LocalClock makes f, called once per operation, the time source (Unix
 // milliseconds of f()). Use it to drive windows from a fake clock in tests,
 // or when the callers' clocks are known to agree; instances with skewed
-// clocks then disagree on window boundaries by their skew. f must not be nil.
+// clocks then disagree on window boundaries by their skew. f must not be nil
+// and, as every call of the Store reads it on the caller's goroutine, must
+// be safe for concurrent use.
 //
 // Redis still expires keys by its own clock, so with LocalClock a key is
 // kept one scale (its largest tier's) past its window's end by f: a clock
