@@ -5,12 +5,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -709,5 +712,83 @@ func TestBranchKeyDamageIsRebuilt(t *testing.T) {
 	}
 	if err := db.Verify(); err != nil {
 		t.Fatalf("Verify of the rebuilt file: %v", err)
+	}
+}
+
+// TestAuditReadErrorStopsWrites: the package documentation says that when
+// the audit after Open cannot read the file (EIO: a bad sector, a flaky
+// network disk), the DB stops writing it, as when a rebuild fails, but
+// snapshots, Clean and Close return the read error, wrapped, not
+// ErrCorrupt (a failed read says nothing about the file's bytes, as for
+// Open). Hits go on in memory, the file is left as it was, and the next
+// Open, whose audit reads the file, opens it with its counts.
+func TestAuditReadErrorStopsWrites(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 100)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Open's validation reads the file first; the audit's reads fail.
+	var reads atomic.Int32
+	testValidateReader = func(r io.ReaderAt) io.ReaderAt {
+		if reads.Add(1) == 1 {
+			return r
+		}
+		return eioReader{r: r, at: 0}
+	}
+	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		testValidateReader = nil
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	w, err := db.Window(FixedWindow, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Snapshot waits for the audit, which then has run: the hook can go.
+	err = db.Snapshot()
+	testValidateReader = nil
+	if got := reads.Load(); got != 2 {
+		t.Fatalf("the file was validated %d times, want 2 (Open, then the audit)", got)
+	}
+	if !errors.Is(err, syscall.EIO) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Snapshot with nothing changed = %v, want the audit's EIO, not ErrCorrupt", err)
+	}
+	ctx := context.Background()
+	if res, err := w.Hit(ctx, "audit-key-0001", 100, 1); err != nil || !res.Allowed || res.Count != 3 {
+		t.Fatalf("Hit = %+v, %v; want allowed, count 3 (2 from the file)", res, err)
+	}
+	if err := db.Snapshot(); !errors.Is(err, syscall.EIO) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Snapshot = %v, want the audit's EIO, not ErrCorrupt", err)
+	}
+	if st := db.Stats(); st.SnapshotFailures != 2 || !errors.Is(st.LastSnapshotError, syscall.EIO) {
+		t.Fatalf("Stats: SnapshotFailures %d, LastSnapshotError %v; want 2 and EIO", st.SnapshotFailures, st.LastSnapshotError)
+	}
+	if _, err := db.Clean(); !errors.Is(err, syscall.EIO) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Clean = %v, want the audit's EIO, not ErrCorrupt", err)
+	}
+	if err := db.Close(); !errors.Is(err, syscall.EIO) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Close = %v, want the audit's EIO, not ErrCorrupt", err)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(before) {
+		t.Fatal("the file the audit could not read was written to")
+	}
+
+	db, w = openWindow(t, path, now)
+	defer db.Close()
+	if err := db.Snapshot(); err != nil {
+		t.Fatalf("Snapshot after a reopen: %v", err)
+	}
+	if n, err := w.Get(ctx, "audit-key-0001"); err != nil || n != 2 {
+		t.Fatalf("Get after a reopen = %d, %v; want 2, the count in the file", n, err)
 	}
 }

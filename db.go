@@ -105,8 +105,10 @@ type DB struct {
 // before the first snapshot or janitor pass may write to it: bbolt checksums
 // only its meta pages, and a damaged page it rewrote could make it allocate
 // gigabytes or spread the damage. If a page is damaged, the file is rebuilt
-// from every sound block (see Options.OnCorrupt). Hits do not wait for this
-// pass; snapshots, Clean and Close do.
+// from every sound block (see Options.OnCorrupt). If that rebuild fails, or
+// the pass cannot read the file, the DB stops writing the file (see Damaged
+// files in the package documentation). Hits do not wait for this pass;
+// snapshots, Clean and Close do.
 func Open(path string, opts *Options) (*DB, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {

@@ -51,7 +51,9 @@
 // is damaged, rebuilds the file from its sound blocks (which needs free disk
 // space for a second copy). If the rebuild fails, the DB stops writing the
 // file: snapshots, Clean and Close return ErrCorrupt, and counts go on in
-// memory only. Until that pass has run, a flipped byte in a branch page can
+// memory only. So it does if the pass cannot read the file (an I/O error
+// such as EIO), but they then return that error, wrapped, not ErrCorrupt;
+// the next Open checks the file again. Until that pass has run, a flipped byte in a branch page can
 // send look-ups to the wrong page, where their keys read as fresh windows;
 // DB.Verify reads the whole file and reports such damage at once.
 //

@@ -22,8 +22,9 @@ type Stats struct {
 	// Snapshots counts snapshots that committed changes; SnapshotFailures
 	// counts snapshots whose write failed (their windows stay dirty and are
 	// retried by the next one), and, once the DB has stopped writing its
-	// file (a damaged file it could not rebuild, see the package
-	// documentation), every snapshot, even one with nothing to write.
+	// file (a damaged file it could not rebuild, or one the check after
+	// Open could not read: see the package documentation), every snapshot,
+	// even one with nothing to write.
 	Snapshots        int64
 	SnapshotFailures int64
 	// LastSnapshotDuration, LastSnapshotWindows and LastSnapshotBytes
