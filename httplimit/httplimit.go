@@ -142,8 +142,10 @@ type Middleware struct {
 
 // New returns a middleware that limits requests with r: a *ratedb.Layered,
 // or a single window adapted by Window. opts may be nil for the defaults.
-// It returns an error for a nil r, a Window with a nil limiter or a
-// negative limit, or Options.Undo set with an r that is not an Undoer.
+// It returns an error wrapping ratedb.ErrInvalidArgument, as ratedb.Open
+// and redisstore.New do for what they are given, for a nil r, a Window with
+// a nil limiter or a negative limit, or Options.Undo set with an r that is
+// not an Undoer.
 func New(r Rater, opts *Options) (*Middleware, error) {
 	if err := validate(r); err != nil {
 		return nil, err
@@ -169,7 +171,7 @@ func New(r Rater, opts *Options) (*Middleware, error) {
 	if m.undo != nil {
 		u, ok := r.(Undoer)
 		if !ok {
-			return nil, fmt.Errorf("httplimit: Options.Undo needs a Rater with an Undo method (an Undoer); %T has none", r)
+			return nil, fmt.Errorf("%w: httplimit: Options.Undo needs a Rater with an Undo method (an Undoer); %T has none", ratedb.ErrInvalidArgument, r)
 		}
 		m.undoer = u
 	}
@@ -194,16 +196,16 @@ func New(r Rater, opts *Options) (*Middleware, error) {
 func validate(r Rater) error {
 	switch v := r.(type) {
 	case nil:
-		return errors.New("httplimit: nil Rater")
+		return fmt.Errorf("%w: httplimit: nil Rater", ratedb.ErrInvalidArgument)
 	case *ratedb.Layered:
 		if v == nil {
-			return errors.New("httplimit: nil *ratedb.Layered")
+			return fmt.Errorf("%w: httplimit: nil *ratedb.Layered", ratedb.ErrInvalidArgument)
 		}
 	case *window:
 		return v.validate()
 	}
 	if v := reflect.ValueOf(r); v.Kind() == reflect.Pointer && v.IsNil() {
-		return fmt.Errorf("httplimit: nil %T", r) // a nil *redisstore.Layered, say
+		return fmt.Errorf("%w: httplimit: nil %T", ratedb.ErrInvalidArgument, r) // a nil *redisstore.Layered, say
 	}
 	return nil
 }

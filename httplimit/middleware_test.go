@@ -556,12 +556,19 @@ func TestNew(t *testing.T) {
 				require.NoError(t, err)
 				assert.NotNil(t, m)
 			} else {
-				assert.Error(t, err)
+				assert.ErrorIs(t, err, ratedb.ErrInvalidArgument, "New's doc: a bad Rater is an invalid argument")
 				assert.Nil(t, m)
 			}
 		})
 	}
-	m, err := httplimit.New(httplimit.Window(w, 1), nil)
+	// Options.Undo with a Rater that cannot undo.
+	m, err := httplimit.New(&fieldRater{limit: 1}, &httplimit.Options{Undo: func(*http.Request, int) bool { return true }})
+	assert.ErrorIs(t, err, ratedb.ErrInvalidArgument, "Options.Undo with a Rater that is not an Undoer")
+	assert.Nil(t, m)
+	_, err = httplimit.New((*fieldRater)(nil), nil)
+	assert.ErrorIs(t, err, ratedb.ErrInvalidArgument, "a typed nil Rater")
+
+	m, err = httplimit.New(httplimit.Window(w, 1), nil)
 	require.NoError(t, err)
 	assert.PanicsWithValue(t, "httplimit: nil handler", func() { m.Handler(nil) })
 }

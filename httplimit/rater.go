@@ -50,12 +50,12 @@ func (w *window) Hit(ctx context.Context, key string, cost int64) (ratedb.Result
 func (w *window) validate() error {
 	var errs []error
 	if w.lim == nil {
-		errs = append(errs, errors.New("httplimit: Window: nil limiter"))
+		errs = append(errs, fmt.Errorf("%w: httplimit: Window: nil limiter", ratedb.ErrInvalidArgument))
 	} else if v := reflect.ValueOf(w.lim); v.Kind() == reflect.Pointer && v.IsNil() {
-		errs = append(errs, fmt.Errorf("httplimit: Window: nil %T", w.lim))
+		errs = append(errs, fmt.Errorf("%w: httplimit: Window: nil %T", ratedb.ErrInvalidArgument, w.lim))
 	}
 	if w.limit < 0 {
-		errs = append(errs, fmt.Errorf("httplimit: Window: limit %d is negative", w.limit))
+		errs = append(errs, fmt.Errorf("%w: httplimit: Window: limit %d is negative", ratedb.ErrInvalidArgument, w.limit))
 	}
 	return errors.Join(errs...)
 }
