@@ -1,6 +1,7 @@
 package ratedb
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -48,11 +49,16 @@ func TestEntryWithKeySize(t *testing.T) {
 // An entry keeps the file hash of its record key in the bytes its
 // allocation leaves after the key, where there are eight: the hash reads
 // back as written and the key stays as it was.
+// A key longer than inlineKeyLen has room where the size class of its copy
+// leaves eight bytes (TestLongKeyEntryCostsNoMoreThanACopy pins that the
+// room costs nothing); every length up to MaxKeyLen is tried, so that a slot
+// outside the allocation fails checkptr under -race.
 func TestEntryKeepsFileHash(t *testing.T) {
-	for n := 0; n <= 2*inlineKeyLen; n++ {
+	for n := 0; n <= MaxKeyLen; n++ {
 		key := strings.Repeat("k", n)
 		e := allocEntry(key)
-		room := n <= 24 || (n > 32 && n <= 40) || (n > 48 && n <= 56) || n > inlineKeyLen
+		room := n <= 24 || (n > 32 && n <= 40) || (n > 48 && n <= 56) ||
+			(n > inlineKeyLen && cap(append([]byte(nil), key...))-n >= fileHashLen)
 		if got := e.bits&hashRoomBit != 0; got != room {
 			t.Fatalf("a %d-byte key: room for a hash %t, want %t", n, got, room)
 		}
@@ -69,4 +75,38 @@ func TestEntryKeepsFileHash(t *testing.T) {
 			t.Fatalf("a %d-byte key changed to %q by its kept hash", n, e.key)
 		}
 	}
+}
+
+// A window whose key is longer than inlineKeyLen costs an entry and a copy
+// of its key, not a byte more: the room for a kept file hash is only what
+// the copy's size class leaves (a key of 80, 128 or 4096 bytes has none).
+// Measured in bytes allocated, the least of three tries, since another
+// goroutine's allocations can only add to them.
+func TestLongKeyEntryCostsNoMoreThanACopy(t *testing.T) {
+	const reps = 1000
+	entries := make([]*entry, reps)
+	copies := make([][]byte, reps)
+	perRun := func(f func(i int)) uint64 {
+		least := ^uint64(0)
+		for range 3 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for i := range reps {
+				f(i)
+			}
+			runtime.ReadMemStats(&after)
+			least = min(least, (after.TotalAlloc-before.TotalAlloc)/reps)
+		}
+		return least
+	}
+	for _, n := range []int{inlineKeyLen + 1, 72, 73, 80, 88, 96, 100, 128, 256, 1000, MaxKeyLen} {
+		key := strings.Repeat("k", n)
+		got := perRun(func(i int) { entries[i] = allocEntry(key) })
+		want := uint64(unsafe.Sizeof(entry{})) + perRun(func(i int) { copies[i] = make([]byte, n) })
+		if got > want {
+			t.Errorf("a %d-byte key: %d bytes a window, want at most %d (an entry and a copy of the key)", n, got, want)
+		}
+	}
+	runtime.KeepAlive(entries)
+	runtime.KeepAlive(copies)
 }

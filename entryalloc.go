@@ -26,17 +26,23 @@ const inlineKeyLen = 64
 // The bytes an entry's allocation leaves after its key keep the file hash
 // of its record key (layout.Hash of the spec's prefix and the key), when
 // there are at least eight: keys of up to 24 bytes, of 33 to 40, of 49 to
-// 56, and every key longer than inlineKeyLen (allocated with eight bytes to
-// spare). A snapshot then copies a window without hashing its record key
-// again: a SipHash of a 24-byte record key is about 20 ns of the 270 a
-// window costs. The file's secret never changes while a DB is open (a
-// rebuild keeps it), so a kept hash stays right. A key in a class without
-// room (25 to 32 bytes, say) is hashed at every snapshot, as before.
+// 56, and a key longer than inlineKeyLen whose copy's size class leaves
+// eight bytes after it (65 to 72 bytes, 81 to 88, but not 73 to 80, nor a
+// key of 128 or 4096 bytes, which fills its class): the room is only ever
+// what the allocation has anyway, never a byte more. A snapshot then copies
+// a window without hashing its record key again: a SipHash of a 24-byte
+// record key is about 20 ns of the 270 a window costs. The file's secret
+// never changes while a DB is open (a rebuild keeps it), so a kept hash
+// stays right. A key without room (25 to 32 bytes, say) is hashed at every
+// snapshot, as before.
 
 // fileHashLen is the size of a kept file hash.
 const fileHashLen = 8
 
-// keyRoom returns the bytes allocEntry allocates for a key of n bytes.
+// keyRoom returns where the room for a file hash after a key of n bytes
+// ends, counted from the key's first byte: the end of the array an inline
+// key is stored in, and eight bytes after a longer key (which its
+// allocation holds only when allocEntry set hashRoomBit).
 func keyRoom(n int) int {
 	switch {
 	case n <= 32:
@@ -93,10 +99,13 @@ func allocEntry(key string) *entry {
 		return allocInline[[inlineKeyLen]byte](key)
 	}
 	e := new(entry)
-	b := make([]byte, len(key), keyRoom(len(key)))
-	copy(b, key)
+	// append rounds the capacity up to the size class of the copy's
+	// allocation: room for a file hash only where that class leaves it.
+	b := append([]byte(nil), key...)
 	e.key = unsafe.String(unsafe.SliceData(b), len(b))
-	e.bits = hashRoomBit
+	if cap(b)-len(b) >= fileHashLen {
+		e.bits = hashRoomBit
+	}
 	return e
 }
 
