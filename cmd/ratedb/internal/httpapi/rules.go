@@ -45,7 +45,8 @@ var ruleFields = strictFields{
 // body that is not is refused with that one problem. A value of the wrong
 // type is one problem among the others, named by its place ("route",
 // "tiers[1].limit"): every such value is reported, and none is reported as
-// missing.
+// missing. Of more than rules.MaxTiers tiers, only the first rules.MaxTiers
+// are checked (as rules.Build does), so that the problems stay few.
 func DecodeRule(name string, body []byte) (*rules.Rule, error) {
 	if err := checkStrict(body, ruleFields); err != nil {
 		return nil, &rules.ValidationError{Problems: []string{err.Error()}}
@@ -82,6 +83,13 @@ func DecodeRule(name string, body []byte) (*rules.Rule, error) {
 	var tiers []json.RawMessage
 	decode("tiers", raw["tiers"], &tiers, "an array of objects with limit and window")
 	for i, v := range tiers {
+		if i >= rules.MaxTiers {
+			// Build reports too many tiers and checks only the first
+			// MaxTiers: so are their types, which keeps the answer to a
+			// body of thousands of tiers short.
+			spec.Tiers = append(spec.Tiers, rules.TierSpec{})
+			continue
+		}
 		var members map[string]json.RawMessage
 		_ = json.Unmarshal(v, &members) // an object or null: checkStrict checked
 		var t rules.TierSpec

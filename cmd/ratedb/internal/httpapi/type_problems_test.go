@@ -1,10 +1,14 @@
 package httpapi_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/httpapi"
+	"github.com/ratedb/ratedb/cmd/ratedb/internal/rules"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -84,6 +88,45 @@ func TestRuleReportsEveryTypeProblemByItsPlace(t *testing.T) {
 			for _, p := range c.never {
 				assert.NotContains(t, resp, p)
 			}
+			_, stored := s.rules.Current().Get("r")
+			assert.False(t, stored)
+		})
+	}
+}
+
+// A rule body of thousands of tiers, within MaxRuleBody, is answered with a
+// few problems: that there are too many, and those of the first MaxTiers.
+// Every tier's problems were listed (twice: in the message and in
+// data.problems), so a 60 KiB body of "{}" tiers drew a 3.7 MB answer, and
+// one of mistyped tiers 0.7 MB.
+func TestRuleWithThousandsOfTiersIsAnsweredBriefly(t *testing.T) {
+	for name, tier := range map[string]string{
+		"empty":    `{}`,
+		"null":     `null`,
+		"mistyped": `{"limit":"","window":0}`,
+		"repeated": `{"limit":1,"window":"1s"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			n := (httpapi.MaxRuleBody - 100) / (len(tier) + 1)
+			body := `{"client_id":"x","route":"*","tiers":[` + strings.Repeat(tier+",", n-1) + tier + `]}`
+			require.LessOrEqual(t, len(body), httpapi.MaxRuleBody)
+			s := newTestServer(t)
+			code, resp := s.do(t, http.MethodPut, "/v1/rules/r", "a", body)
+			require.Equal(t, http.StatusBadRequest, code)
+			var answer struct {
+				Data struct {
+					Problems []string `json:"problems"`
+				} `json:"data"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(resp), &answer))
+			problems := answer.Data.Problems
+			require.NotEmpty(t, problems)
+			assert.Contains(t, problems, fmt.Sprintf("%d tiers, at most %d (only the first %d are checked)", n, rules.MaxTiers, rules.MaxTiers))
+			assert.LessOrEqual(t, len(problems), 3*rules.MaxTiers+1, "problems: %d", len(problems))
+			for _, p := range problems {
+				assert.NotContains(t, p, fmt.Sprintf("tiers[%d]", rules.MaxTiers))
+			}
+			assert.Less(t, len(resp), 16<<10)
 			_, stored := s.rules.Current().Get("r")
 			assert.False(t, stored)
 		})

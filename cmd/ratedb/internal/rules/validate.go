@@ -11,7 +11,8 @@ import (
 )
 
 // Build validates spec under name and returns the rule. Every problem is
-// reported at once, in a *ValidationError wrapping ErrInvalidRule. An empty
+// reported at once, in a *ValidationError wrapping ErrInvalidRule; of more
+// than MaxTiers tiers, only the first MaxTiers are checked. An empty
 // algorithm means "fixed". The name "default" is reserved unless
 // allowDefault (used for the default rule built from flags).
 func Build(name string, spec Spec, allowDefault bool) (*Rule, error) {
@@ -43,11 +44,15 @@ func Build(name string, spec Spec, allowDefault bool) (*Rule, error) {
 		p.add("give either limit and window, or tiers, not both")
 	case len(spec.Tiers) > 0:
 		r.Layered = true
-		if len(spec.Tiers) > MaxTiers {
-			p.add("%d tiers, at most %d", len(spec.Tiers), MaxTiers)
+		tiers := spec.Tiers
+		if len(tiers) > MaxTiers {
+			// Only the first MaxTiers are checked: a body of thousands of
+			// tiers would otherwise be answered with thousands of problems.
+			p.add("%d tiers, at most %d (only the first %d are checked)", len(tiers), MaxTiers, MaxTiers)
+			tiers = tiers[:MaxTiers]
 		}
 		seen := map[time.Duration]int{}
-		for i, t := range spec.Tiers {
+		for i, t := range tiers {
 			tier := checkWindow(&p, fmt.Sprintf("tiers[%d].", i), t.Limit, t.Window)
 			if j, dup := seen[tier.Scale]; dup && tier.Scale > 0 {
 				p.add("tiers[%d].window repeats tiers[%d].window", i, j)
