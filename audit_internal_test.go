@@ -792,3 +792,148 @@ func TestAuditReadErrorStopsWrites(t *testing.T) {
 		t.Fatalf("Get after a reopen = %d, %v; want 2, the count in the file", n, err)
 	}
 }
+
+// TestFreelistOverflowOverLivePages: bbolt frees the old freelist page
+// and every overflow page its header counts at the next commit, so a
+// damaged overflow count that runs over live pages hands them out for new
+// data. Open's checks pass such a file (the count stays below the file's
+// page count); the audit after Open must count it and rebuild the file,
+// keeping every window. (Mutant: the audit's freelist() no longer checked
+// the freelist page's own span against the pages the walk reached.)
+func TestFreelistOverflowOverLivePages(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	const n = 2000
+	fillFile(t, path, now, n)
+	fillFile(t, path, now, n)
+	// A small commit takes its pages, the new freelist's among them, from
+	// the pages the large ones freed: below live leaves.
+	db, w := openWindow(t, path, now)
+	if _, err := w.Inc(context.Background(), "another-key", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	leaves, ps := windowLeaves(t, path)
+	m, _, err := validateFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := uint64(0)
+	for _, id := range leaves {
+		if id > m.freelist {
+			live = max(live, id)
+		}
+	}
+	if live == 0 {
+		t.Fatalf("no live leaf after the freelist page %d (leaves %v)", m.freelist, leaves)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hdr [4]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(live-m.freelist))
+	if _, err := f.WriteAt(hdr[:], int64(m.freelist)*ps+12); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, _, err := validateFile(path); err != nil {
+		t.Fatalf("Open's checks must pass this damage: %v", err)
+	}
+
+	db, w = openWindow(t, path, now)
+	if err := db.Snapshot(); err != nil { // waits for the audit and its rebuild
+		t.Fatal(err)
+	}
+	if got := db.Stats().CorruptSkipped; got < 1 {
+		t.Fatalf("CorruptSkipped = %d, want the damaged freelist counted", got)
+	}
+	hitOnceAndCheckRebuilt(t, db, w, path, now, n)
+}
+
+// leafPage builds leaf page id of ps bytes holding keys, each with a
+// one-byte value, as bbolt lays them out.
+func leafPage(id uint64, ps int, keys ...string) []byte {
+	le := binary.LittleEndian
+	b := make([]byte, ps)
+	le.PutUint64(b, id)
+	le.PutUint16(b[8:], pageLeaf)
+	le.PutUint16(b[10:], uint16(len(keys)))
+	data := pageHeader + len(keys)*elemSize
+	for i, k := range keys {
+		e := b[pageHeader+i*elemSize:]
+		le.PutUint32(e[4:], uint32(data-(pageHeader+i*elemSize)))
+		le.PutUint32(e[8:], uint32(len(k)))
+		le.PutUint32(e[12:], 1)
+		data += copy(b[data:], k)
+		b[data] = 'v'
+		data++
+	}
+	return b
+}
+
+// TestCheckPageRefusesRepeatedKeys: bbolt's binary searches need the
+// keys of a page strictly increasing; a damaged key equal to its
+// neighbour hides one of the two from every look-up, so the audit must
+// count the page as damaged. (Mutant: bytes.Compare(prev, k) > 0 in
+// checkPage accepted two equal keys, and no test had any.)
+func TestCheckPageRefusesRepeatedKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keys []string
+		want bool
+	}{
+		{"increasing", []string{"a", "b", "c"}, true},
+		{"repeated", []string{"a", "b", "b", "c"}, false},
+		{"decreasing", []string{"b", "a"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := leafPage(7, 512, tc.keys...)
+			if got := checkPage(b, 7, false, nil, nil); got != tc.want {
+				t.Fatalf("checkPage of a leaf with keys %q = %t, want %t", tc.keys, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckPageRefusesEmptyBranch: a branch page with no elements leads
+// nowhere (bbolt never writes one; a look-up in it reads an element that
+// is not there), so the audit counts it as damaged; an empty leaf is a
+// sound empty bucket, and a branch of one element is sound. (Mutant:
+// checkPage accepted a branch page whose count is 0.)
+func TestCheckPageRefusesEmptyBranch(t *testing.T) {
+	const id, ps = 7, 512
+	branch := func(keys ...string) []byte {
+		le := binary.LittleEndian
+		b := make([]byte, ps)
+		le.PutUint64(b, id)
+		le.PutUint16(b[8:], pageBranch)
+		le.PutUint16(b[10:], uint16(len(keys)))
+		data := pageHeader + len(keys)*elemSize
+		for i, k := range keys {
+			e := b[pageHeader+i*elemSize:]
+			le.PutUint32(e[0:], uint32(data-(pageHeader+i*elemSize)))
+			le.PutUint32(e[4:], uint32(len(k)))
+			le.PutUint64(e[8:], uint64(id+1+i))
+			data += copy(b[data:], k)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		page []byte
+		want bool
+	}{
+		{"empty branch", branch(), false},
+		{"branch of one element", branch("a"), true},
+		{"empty leaf", leafPage(id, ps), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := checkPage(tc.page, id, false, nil, nil); got != tc.want {
+				t.Fatalf("checkPage = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

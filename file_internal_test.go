@@ -283,3 +283,158 @@ func TestOpenReadErrorIsNotCorrupt(t *testing.T) {
 	assert.Equal(t, int64(1+2999%7), got)
 	assert.Zero(t, db.Stats().CorruptSkipped)
 }
+
+// TestFileOnePageShort: a file that ends one page before the page count
+// its meta page gives (truncated at a page boundary) is refused by Open
+// with ErrCorrupt, and one that ends exactly there opens. Its last page is
+// neither the root nor the freelist, whose reads would fail on their own.
+// (Mutant: m.pgid > size/ps+1 in validateFile accepted the short file.)
+func TestFileOnePageShort(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	path := filepath.Join(t.TempDir(), "rate.db")
+	fillFile(t, path, now, 2000)
+	fillFile(t, path, now, 2000)
+	// A small commit takes its pages, the new freelist's among them, from
+	// the pages the large ones freed: the last page is no longer the
+	// freelist, which Open's other checks read.
+	db, w := openWindow(t, path, now)
+	if _, err := w.Inc(context.Background(), "another-key", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := validateFile(path)
+	ps := int64(m.pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.pgid-1 == m.root || m.pgid-1 == m.freelist {
+		t.Fatalf("the last page %d is the root or the freelist: Open's other checks would refuse the short file", m.pgid-1)
+	}
+	if err := os.Truncate(path, int64(m.pgid)*ps); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := validateFile(path); err != nil {
+		t.Fatalf("a file that ends at its last page: %v", err)
+	}
+	if err := os.Truncate(path, int64(m.pgid-1)*ps); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := validateFile(path); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("validateFile of a file one page short = %v, want ErrCorrupt", err)
+	}
+	if db, err := Open(path, &Options{SnapshotPeriod: -1, CleanPeriod: -1}); !errors.Is(err, ErrCorrupt) {
+		if err == nil {
+			db.Close()
+		}
+		t.Fatalf("Open of a file one page short = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestFreelistValidRefusesRepeatedIDs: the freelist Open accepts lists
+// each page once, in increasing order, between the meta pages and the
+// page count, as bbolt writes it: a page listed twice is damage (bbolt's
+// map freelist would count it free twice), and so is a meta page. (Mutant: id < prev instead of id <= prev in
+// freelistValid accepted a repeated id, and no test repeated one;
+// prev starting at 0 accepted page 1, a meta page.)
+func TestFreelistValidRefusesRepeatedIDs(t *testing.T) {
+	const pgid = 10
+	for _, tc := range []struct {
+		name string
+		ids  []uint64
+		want bool
+	}{
+		{"increasing", []uint64{2, 5, 9}, true},
+		{"empty", nil, true},
+		{"repeated", []uint64{2, 5, 5, 9}, false},
+		{"decreasing", []uint64{5, 2}, false},
+		{"a meta page", []uint64{1, 5}, false},
+		{"the page count", []uint64{5, pgid}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const ps = 512
+			b := make([]byte, ps)
+			binary.LittleEndian.PutUint16(b[8:], pageFreelist)
+			binary.LittleEndian.PutUint16(b[10:], uint16(len(tc.ids)))
+			for i, id := range tc.ids {
+				binary.LittleEndian.PutUint64(b[pageHeader+8*i:], id)
+			}
+			got, err := freelistValid(bytes.NewReader(b), 0, ps, pgid)
+			if err != nil || got != tc.want {
+				t.Fatalf("freelistValid(%v) = %t, %v; want %t", tc.ids, got, err, tc.want)
+			}
+		})
+	}
+}
+
+// overflowPastTheEnd writes a sound file of a few hundred windows at path,
+// then sets the overflow count of the page that pick chooses from its meta
+// page (the root or the freelist) so that its last overflow page is the
+// page count: one page past the file's last page. It returns the meta page.
+func overflowPastTheEnd(t *testing.T, path string, pick func(bmeta) uint64) bmeta {
+	t.Helper()
+	fillFile(t, path, time.UnixMilli(1_767_225_600_000), 300)
+	m, _, err := validateFile(path)
+	require.NoError(t, err)
+	id := pick(m)
+	require.Less(t, id, m.pgid)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	var hdr [4]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(m.pgid-id))
+	_, err = f.WriteAt(hdr[:], int64(id)*int64(m.pageSize)+12)
+	require.NoError(t, err)
+	return m
+}
+
+// openRefused requires Open to refuse the file at path with ErrCorrupt.
+func openRefused(t *testing.T, path, what string) {
+	t.Helper()
+	db, err := Open(path, &Options{SnapshotPeriod: -1, CleanPeriod: -1})
+	if err == nil {
+		db.Close()
+	}
+	require.ErrorIs(t, err, ErrCorrupt, "Open of a file whose %s", what)
+}
+
+// TestOpenRefusesRootOverflowPastTheFile: the root page's overflow
+// pages must lie within the page count (bbolt frees them all when it
+// rewrites the root, at the next commit): a root page whose last overflow
+// page is the page count itself is refused by Open with ErrCorrupt.
+// (Mutant: validateFile no longer checked m.root+overflow against m.pgid,
+// or checked it with > instead of >=; the file then opened, and only the
+// audit after Open found the damage.)
+func TestOpenRefusesRootOverflowPastTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rate.db")
+	overflowPastTheEnd(t, path, func(m bmeta) uint64 { return m.root })
+	_, _, err := validateFile(path)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), "bad root page")
+	openRefused(t, path, "root page runs past its last page")
+}
+
+// TestOpenRefusesFreelistOverflowPastTheFile: the same bound on the
+// freelist page's overflow pages. The file is longer than its page count
+// (as a file bbolt grew ahead of its pages is), so that the freelist's
+// ids, read over the claimed span, are all there and sound: only the bound
+// refuses it. (Mutant: validateFile no longer checked
+// m.freelist+overflow against m.pgid, or checked it with > instead of >=.)
+func TestOpenRefusesFreelistOverflowPastTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rate.db")
+	m := overflowPastTheEnd(t, path, func(m bmeta) uint64 {
+		require.NotEqual(t, ^uint64(0), m.freelist, "ratedb writes a freelist")
+		return m.freelist
+	})
+	ps := int64(m.pageSize)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	if need := (int64(m.pgid) + 1) * ps; fi.Size() < need {
+		require.NoError(t, os.Truncate(path, need))
+	}
+	_, _, err = validateFile(path)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), "bad freelist page")
+	openRefused(t, path, "freelist page runs past its last page")
+}

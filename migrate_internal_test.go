@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -345,4 +346,125 @@ func TestMigrateFormat1MissingBuckets(t *testing.T) {
 			require.NoError(t, db.Verify())
 		})
 	}
+}
+
+// A legacy Layered record of three tiers whose order is a 3-cycle of the
+// sorted one (day, minute, hour): the migration must put given tier i's
+// counter at pos[i]. Two tiers cannot tell pos from its inverse (a swap is
+// its own inverse).
+func TestLayeredLegacyRecordsMigrateThreeTiers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "rate.db")
+	now := fixtureBase
+	const m, h, d = 60_000, 3_600_000, 86_400_000
+	old := specPrefix(FixedWindow, []int64{d, m, h}, true)
+	ms := now.UnixMilli()
+	writeFormat1(t, path, map[string][]counter{
+		string(old) + "a": {{Count: 30, End: ms + d}, {Count: 1, End: ms + m}, {Count: 5, End: ms + h}},
+	}, nil)
+	db, err := Open(path, &Options{Clock: func() time.Time { return now }, SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	l, err := db.Layered(FixedWindow, Tier{Scale: 24 * time.Hour, Limit: 100}, Tier{Scale: time.Minute, Limit: 10}, Tier{Scale: time.Hour, Limit: 50})
+	require.NoError(t, err)
+	got, err := l.Get(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{30, 1, 5}, got)
+	ends, err := l.ExpiresAt(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{ms + d, ms + m, ms + h}, []int64{ends[0].UnixMilli(), ends[1].UnixMilli(), ends[2].UnixMilli()})
+}
+
+// metaKeys returns the keys of the meta bucket of the closed file at path.
+func metaKeys(t *testing.T, path string) []string {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	require.NoError(t, err)
+	defer bdb.Close()
+	var keys []string
+	require.NoError(t, bdb.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(layout.BucketMeta).ForEach(func(k, _ []byte) error {
+			keys = append(keys, string(k))
+			return nil
+		})
+	}))
+	slices.Sort(keys)
+	return keys
+}
+
+// TestMigrationDropsTheLegacyMetaKeys: migrating a ratedb/1 file leaves
+// its meta bucket holding the keys of ratedb/2 only: the format, the
+// secret and the window count. The ratedb/1 window count ("windows") and
+// expiry high-water mark ("hwm") mean nothing in the new format: left
+// behind, they would describe windows the file no longer holds. (Mutant:
+// the migration no longer deleted layout.LegacyKeyHWM.)
+func TestMigrationDropsTheLegacyMetaKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		path func(t *testing.T) string
+	}{
+		{"fixture", copyFixture},
+		{"written here", func(t *testing.T) string {
+			path := filepath.Join(t.TempDir(), "rate.db")
+			end := fixtureBase.Add(time.Hour).UnixMilli()
+			writeFormat1(t, path, map[string][]counter{
+				string(specPrefix(FixedWindow, []int64{3_600_000}, false)) + "a": {{Count: 3, End: end}},
+			}, nil)
+			return path
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.path(t)
+			before := metaKeys(t, path)
+			require.Contains(t, before, string(layout.LegacyKeyHWM), "the ratedb/1 file has a high-water mark")
+			require.Contains(t, before, string(layout.LegacyKeyWindows), "the ratedb/1 file has a window count")
+			db, err := Open(path, &Options{Clock: func() time.Time { return fixtureBase }, SnapshotPeriod: -1, CleanPeriod: -1})
+			require.NoError(t, err)
+			require.NoError(t, db.Close())
+			assert.Equal(t, []string{string(layout.KeyCount), string(layout.KeyFormat), string(layout.KeySecret)}, metaKeys(t, path))
+		})
+	}
+}
+
+// TestMigrationSortsALegacyKeyWithAnEmptyUserKey: a legacy Layered
+// record whose key is its unsorted spec prefix alone (an empty user key,
+// which only a crafted or damaged file holds) is moved to the sorted
+// prefix like any other, counters reordered; the key "a" beside it too.
+// (Mutant: legacyOrder's len(k) <= 2+8*n took a key with nothing after
+// its scales for one too short to be Layered, and left the record under
+// the unsorted prefix, where no limiter reads it.)
+func TestMigrationSortsALegacyKeyWithAnEmptyUserKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rate.db")
+	old := specPrefix(FixedWindow, []int64{3_600_000, 60_000}, true)
+	sorted := specPrefix(FixedWindow, []int64{60_000, 3_600_000}, true)
+	ms := fixtureBase.UnixMilli()
+	hour, minute := counter{Count: 7, End: ms + 3_600_000}, counter{Count: 2, End: ms + 60_000}
+	writeFormat1(t, path, map[string][]counter{
+		string(old):       {hour, minute},
+		string(old) + "a": {hour, minute},
+	}, nil)
+	db, err := Open(path, &Options{Clock: func() time.Time { return fixtureBase }, SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), db.Stats().WindowsOnDisk)
+	assert.Zero(t, db.Stats().CorruptSkipped)
+	l, err := db.Layered(FixedWindow, Tier{Scale: time.Hour, Limit: 10}, Tier{Scale: time.Minute, Limit: 5})
+	require.NoError(t, err)
+	got, err := l.Get(context.Background(), "a")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{7, 2}, got)
+	require.NoError(t, db.Verify())
+	require.NoError(t, db.Close())
+
+	windows := map[string][]counter{}
+	require.NoError(t, layout.Read(path, time.Second, layout.Visitor{
+		Window: func(k []byte, cs []record.Counter) error {
+			windows[string(k)] = slices.Clone(cs)
+			return nil
+		},
+		Damaged: func(err error) error { return err },
+	}))
+	assert.Equal(t, map[string][]counter{
+		string(sorted):       {minute, hour},
+		string(sorted) + "a": {minute, hour},
+	}, windows)
 }

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The slab never hands out overlapping or moving bytes: bbolt keeps every
@@ -232,4 +235,147 @@ func TestSnapshotTxBytesBudget(t *testing.T) {
 			t.Fatalf("k%d after reopen = %d, %v; want %d", i, n, err, want)
 		}
 	}
+}
+
+// loweredEntry opens a DB whose injected clock reads ten hours ahead, counts
+// 3 for key "k" in a minute window and snapshots it (the file's record ends
+// ten hours ahead), then sets the clock right (at t0) and counts 1 more: the
+// window is capped to end at t0+1m, a lowered end the file does not hold.
+func loweredEntry(t *testing.T) (db *DB, w *Window, clk *settableClock, t0 time.Time) {
+	t.Helper()
+	t0 = time.UnixMilli(1_767_225_600_000)
+	clk = &settableClock{t: t0.Add(10 * time.Hour)}
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	w, err = db.Window(FixedWindow, time.Minute)
+	require.NoError(t, err)
+	_, err = w.Inc(context.Background(), "k", 3)
+	require.NoError(t, err)
+	require.NoError(t, db.Snapshot())
+	clk.Set(t0)
+	_, err = w.Inc(context.Background(), "k", 1)
+	require.NoError(t, err)
+	return db, w, clk, t0
+}
+
+// A failed snapshot must give back the lowered bit it cleared when it copied
+// the entry: otherwise the janitor lets the entry, whose end the clock model
+// lowered, leave memory before any snapshot has written it, and the file's
+// record, ending later, brings the ended window (and its count) back.
+func TestFailedSnapshotKeepsLoweredEnd(t *testing.T) {
+	defer func() { testBatchHook = nil }()
+	db, w, clk, t0 := loweredEntry(t)
+	ctx := context.Background()
+	testBatchHook = func() error { return errors.New("disk full") }
+	if err := db.Snapshot(); err == nil {
+		t.Fatal("snapshot did not fail")
+	}
+	testBatchHook = nil
+	clk.Set(t0.Add(2 * time.Minute)) // the capped window has ended
+	if _, err := db.Clean(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.Get(ctx, "k"); err != nil || n != 0 {
+		t.Fatalf("Get = %d, %v after the window ended; want 0 (the file's stale record came back)", n, err)
+	}
+}
+
+// A snapshot that writes an entry whose end the clock model lowered clears
+// its lowered bit (the file now ends where memory does): once its window
+// has ended, the janitor removes it from memory and file like any other.
+func TestSnapshotClearsLoweredEnd(t *testing.T) {
+	db, _, clk, t0 := loweredEntry(t)
+	if err := db.Snapshot(); err != nil { // writes the lowered end
+		t.Fatal(err)
+	}
+	clk.Set(t0.Add(2 * time.Minute))
+	n, err := db.Clean()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats(); n != 1 || st.WindowsInMemory != 0 || st.WindowsOnDisk != 0 {
+		t.Fatalf("Clean removed %d, windows in memory %d, on disk %d; want 1, 0, 0", n, st.WindowsInMemory, st.WindowsOnDisk)
+	}
+}
+
+// A cold entry that a snapshot has copied but not yet committed (inflight)
+// must stay in memory when a call releases it (release -> dropIfClean, as
+// when the cache's Set is dropped): the file does not hold its state until
+// the commit, and a call in between would read the older state from the file.
+func TestDropIfCleanKeepsInflightEntry(t *testing.T) {
+	defer func() { testBatchHook = nil }()
+	clk := &settableClock{t: time.UnixMilli(1_767_225_600_000)}
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	w, _ := db.Window(FixedWindow, time.Hour)
+	if _, err := w.Inc(ctx, "a", 1); err != nil { // fills the cache
+		t.Fatal(err)
+	}
+	if _, err := w.Inc(ctx, "b", 3); err != nil { // fresh, with the cache full: cold
+		t.Fatal(err)
+	}
+	h := w.hash("b")
+	sh := db.shard(h)
+	sh.mu.Lock()
+	e := sh.find(h, w.spec, "b")
+	sh.mu.Unlock()
+	if e == nil || e.hot.Load() {
+		t.Skip("b is not a cold entry in memory")
+	}
+	var got int64 = -1
+	testBatchHook = func() error {
+		testBatchHook = nil
+		db.dropIfClean(e) // e is inflight: copied, not yet committed
+		got, err = w.Get(ctx, "b")
+		return err
+	}
+	if err := db.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if got != 3 {
+		t.Fatalf("Get during the snapshot = %d, want 3: the entry left memory before its commit", got)
+	}
+}
+
+// A janitor pass that meets an entry a snapshot has copied but not yet
+// committed (inflight) must leave it in memory, even if its window has
+// ended: the copy cleared the entry's lowered bit, and if the snapshot then
+// fails, only an entry still in memory gets the bit back and is written
+// again. Removed meanwhile, it leaves the file's record, which ends later
+// (the end the clock model lowered), to bring the ended window and its
+// count back.
+func TestJanitorKeepsInflightEntryWhoseSnapshotFails(t *testing.T) {
+	defer func() { testBatchHook, testBeforeUncache = nil, nil }()
+	db, w, clk, t0 := loweredEntry(t)
+	memDone := make(chan struct{})
+	cleaned := make(chan error, 1)
+	testBatchHook = func() error {
+		testBatchHook = nil
+		// "k" is inflight now. A janitor pass after the capped window has
+		// ended runs its memory part, then waits for this snapshot (its
+		// file part takes snapMu).
+		clk.Set(t0.Add(2 * time.Minute))
+		testBeforeUncache = func() {
+			testBeforeUncache = nil
+			close(memDone)
+		}
+		go func() {
+			_, err := db.Clean()
+			cleaned <- err
+		}()
+		<-memDone
+		return errors.New("disk full")
+	}
+	if err := db.Snapshot(); err == nil {
+		t.Fatal("snapshot did not fail")
+	}
+	require.NoError(t, <-cleaned)
+	n, err := w.Get(context.Background(), "k")
+	require.NoError(t, err)
+	assert.Zero(t, n, "Get after the window ended: the file's stale record came back")
 }

@@ -1,7 +1,13 @@
 package ratedb
 
 import (
+	"context"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestWindowArithmetic(t *testing.T) {
@@ -94,3 +100,80 @@ func FuzzWindowArithmetic(f *testing.F) {
 }
 
 func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
+
+// Undo takes only from the window the hit counted in, even when that window
+// ends, and the key's next window opens, between Undo's look at the key and
+// its update: the next window (which ends later) keeps its count.
+func TestUndoDoesNotTakeFromTheNextWindow(t *testing.T) {
+	t0 := time.UnixMilli(1_767_225_600_000)
+	clk := &settableClock{t: t0}
+	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := context.Background()
+	w, err := db.Window(FixedWindow, time.Minute)
+	require.NoError(t, err)
+	r, err := w.Hit(ctx, "k", 10, 1)
+	require.NoError(t, err)
+	require.True(t, r.Allowed)
+	var next Result
+	setHook(t, func() { // runs as Undo acquires the key, after its look
+		testBeforeAcquire = nil
+		clk.Set(r.ResetAt) // the hit's window has ended
+		next, err = w.Hit(ctx, "k", 10, 1)
+	})
+	require.NoError(t, w.Undo(ctx, "k", r, 1))
+	require.NoError(t, err)
+	require.True(t, next.ResetAt.After(r.ResetAt), "the hook's hit did not open the next window")
+	n, err := w.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "the next window's count after an undo of a hit of the window before")
+}
+
+// A Refund whose key's window ends between Refund's look at the key and its
+// update, exactly at the instant of the update, finds no current window
+// (a window [start, end) has ended at end): it gives nothing back and
+// returns 0 and the zero Time, and for a Layered limiter a count of 0 for
+// every tier whose window ended so, as for a key with no window.
+func TestRefundOfAWindowThatEndsAsItUpdates(t *testing.T) {
+	t0 := time.UnixMilli(1_767_225_600_000)
+	ctx := context.Background()
+	open := func(t *testing.T) (*DB, *settableClock) {
+		clk := &settableClock{t: t0}
+		db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		return db, clk
+	}
+	t.Run("window", func(t *testing.T) {
+		db, clk := open(t)
+		w, err := db.Window(FixedWindow, time.Minute)
+		require.NoError(t, err)
+		r, err := w.Hit(ctx, "k", 10, 3)
+		require.NoError(t, err)
+		require.True(t, r.Allowed)
+		setHook(t, func() { // runs as Refund acquires the key, after its look
+			testBeforeAcquire = nil
+			clk.Set(r.ResetAt)
+		})
+		n, end, err := w.Refund(ctx, "k", 1)
+		require.NoError(t, err)
+		assert.Zero(t, n, "count returned by a refund of a window that ended at its update")
+		assert.True(t, end.IsZero(), "end returned by a refund of a window that ended at its update: %v", end)
+	})
+	t.Run("layered", func(t *testing.T) {
+		db, clk := open(t)
+		l, err := db.Layered(FixedWindow, Tier{Scale: time.Minute, Limit: 10}, Tier{Scale: time.Hour, Limit: 100})
+		require.NoError(t, err)
+		r, err := l.Hit(ctx, "k", 3)
+		require.NoError(t, err)
+		require.True(t, r.Allowed)
+		setHook(t, func() { // the minute tier's window ends; the hour's is open
+			testBeforeAcquire = nil
+			clk.Set(r.Tiers[0].ResetAt)
+		})
+		counts, err := l.Refund(ctx, "k", 1)
+		require.NoError(t, err)
+		assert.Equal(t, []int64{0, 2}, counts, "a refund as the minute tier's window ends")
+	})
+}
