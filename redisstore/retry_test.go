@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -129,4 +130,57 @@ func TestRetryNotCountedTwice(t *testing.T) {
 	v, err := redisstore.CountScript.Run(ctx, c, keys, args...).Int64Slice()
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), v[2], "the retried script counted the hit again")
+}
+
+// With DedupWindow, a retry of a counted call that would now be denied (its
+// own hit filled the window) or overflow (its own Inc took the count to
+// MaxCount) returns the first run's reply, as countScript's doc says:
+// the call was allowed and counted once, and its caller must hear so.
+func TestRetryOfACountedCallReturnsItsReplyWhenItWouldNowFail(t *testing.T) {
+	srv := startServer(t)
+	p := newProxy(t, srv.Addr(), "evalsha")
+	c := redis.NewClient(&redis.Options{Addr: p.Addr()}) // MaxRetries: the default, 3
+	t.Cleanup(func() { _ = c.Close() })
+	now := time.Date(2026, 1, 1, 12, 30, 0, 0, time.UTC) // still: no window ends during the test
+	s, err := redisstore.New(c, &redisstore.Options{Prefix: newPrefix(), Timeout: 5 * time.Second, DedupWindow: 5 * time.Second,
+		Clock: redisstore.LocalClock(func() time.Time { return now })})
+	require.NoError(t, err)
+	ctx := context.Background()
+	w, err := s.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	l, err := s.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Minute, Limit: 1}, ratedb.Tier{Scale: time.Hour, Limit: 1})
+	require.NoError(t, err)
+	_, err = w.Hit(ctx, "warm-up", 1, 1) // loads the script, so that EVALSHA runs it
+	require.NoError(t, err)
+	_, err = w.Set(ctx, "inc", redisstore.MaxCount-5)
+	require.NoError(t, err)
+
+	cuts := p.cuts.Load()
+	p.Arm(1)
+	r, err := w.Hit(ctx, "k", 1, 1)
+	require.NoError(t, err)
+	assert.True(t, r.Allowed, "a Window hit that filled its window, retried")
+	assert.EqualValues(t, 1, r.Count)
+
+	p.Arm(1)
+	lr, err := l.Hit(ctx, "k", 1)
+	require.NoError(t, err)
+	assert.True(t, lr.Allowed, "a Layered hit that filled its windows, retried")
+	assert.Equal(t, []int64{1, 1}, []int64{lr.Tiers[0].Count, lr.Tiers[1].Count})
+
+	p.Arm(1)
+	n, err := w.Inc(ctx, "inc", 5)
+	require.NoError(t, err, "an Inc that took the count to MaxCount, retried")
+	assert.Equal(t, redisstore.MaxCount, n)
+	require.Equal(t, int64(3), p.cuts.Load()-cuts, "every armed reply was cut")
+
+	got, err := w.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, got, "counted once")
+	lgot, err := l.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1, 1}, lgot, "counted once")
+	got, err = w.Get(ctx, "inc")
+	require.NoError(t, err)
+	assert.Equal(t, redisstore.MaxCount, got, "counted once")
 }

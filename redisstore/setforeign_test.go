@@ -1,8 +1,10 @@
 package redisstore_test
 
 import (
+	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,4 +98,28 @@ func TestSetRefusesTheValuesGetAndHitRefuse(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Set stores a window end capped at one scale after now, as every writing
+// script does: after the clock stepped back, the window it sets ends within
+// a scale.
+func TestSetCapsTheStoredEnd(t *testing.T) {
+	srv := startServer(t)
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC).UnixMilli())
+	s, err := redisstore.New(srv.Client(t, nil), &redisstore.Options{Prefix: newPrefix(), Timeout: 5 * time.Second,
+		Clock: redisstore.LocalClock(func() time.Time { return time.UnixMilli(now.Load()) })})
+	require.NoError(t, err)
+	ctx := context.Background()
+	w, err := s.Window(ratedb.FixedWindow, time.Minute)
+	require.NoError(t, err)
+	_, err = w.Hit(ctx, "k", 10, 1) // window ends at 10:01:00
+	require.NoError(t, err)
+	now.Add(-(10 * time.Minute).Milliseconds()) // 09:50:30
+	_, err = w.Set(ctx, "k", 3)                 // its window must end by 09:51:30
+	require.NoError(t, err)
+	now.Add((90 * time.Second).Milliseconds()) // 09:52:00
+	n, err := w.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, n, "the window Set wrote has ended")
 }

@@ -178,3 +178,35 @@ func TestEveryKeyHasTTL(t *testing.T) {
 	assert.Greater(t, total, keys, "the scan saw the keys (counters of several limiters)")
 	assert.Greater(t, cutErrs[0]+cutErrs[1], int64(10), "connections were cut")
 }
+
+// With LocalClock a counter key outlives its window's end by one scale (the
+// largest tier's), for a Window (windowScript) and a Layered limiter
+// (countScript) alike.
+func TestLocalClockTTLSlack(t *testing.T) {
+	srv := startServer(t)
+	client := srv.Client(t, nil)
+	// One minute before an hour ends: the window ends in 1 min.
+	now := time.Date(2026, 1, 1, 10, 59, 0, 0, time.UTC)
+	s, err := redisstore.New(client, &redisstore.Options{Prefix: newPrefix(), Timeout: 5 * time.Second,
+		Clock: redisstore.LocalClock(func() time.Time { return now })})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	w, err := s.Window(ratedb.FixedWindow, time.Hour)
+	require.NoError(t, err)
+	_, err = w.Hit(ctx, "k", 10, 1)
+	require.NoError(t, err)
+	keys, _ := w.HitArgs("k", 10, 1)
+	ttl, err := client.PTTL(ctx, keys[0]).Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, time.Hour, "window: end - now (1 min) + one scale (1 h)")
+
+	l, err := s.Layered(ratedb.FixedWindow, ratedb.Tier{Scale: time.Minute, Limit: 5}, ratedb.Tier{Scale: time.Hour, Limit: 10})
+	require.NoError(t, err)
+	_, err = l.Hit(ctx, "k", 1)
+	require.NoError(t, err)
+	keys, _ = l.HitArgs("k", 1)
+	ttl, err = client.PTTL(ctx, keys[0]).Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, time.Hour, "layered: latest end - now (1 min) + the largest scale (1 h)")
+}
