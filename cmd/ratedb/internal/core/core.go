@@ -104,6 +104,11 @@ type Decision struct {
 	// StoreErr is, when FailedOpen, the store's error (it wraps
 	// ratedb.ErrUnavailable and holds no key), for the caller's log.
 	StoreErr error
+
+	// undoFailed reports that a limit denied the set and taking back its
+	// counted hits failed: Decide reports it to the Observer as a store
+	// error once the set's locks are released.
+	undoFailed bool
 }
 
 // The APIs a Limit comes from (Limit.API).
@@ -225,6 +230,9 @@ func (c *Core) Decide(ctx context.Context, checks ...Check) (Decision, error) {
 			return Decision{Allowed: true, FailedOpen: true, StoreErr: err}, nil
 		}
 		return Decision{}, err
+	}
+	if obs := c.opts.Observer; obs != nil && d.undoFailed {
+		obs.StoreError(checks[0].Limit.API, checks[0].Limit.Name)
 	}
 	c.observe(checks, d, start)
 	return d, nil
@@ -444,10 +452,9 @@ func (c *Core) decideSet(ctx context.Context, checks []Check, rs []*resolved) (D
 				// caller that lets requests through on UNAVAILABLE) admit
 				// it. The hits not undone stay counted and are reported
 				// Counted; the failure reaches the observer, labelled
-				// as every store error of a set is (Decide).
-				if obs := c.opts.Observer; obs != nil {
-					obs.StoreError(checks[0].Limit.API, checks[0].Limit.Name)
-				}
+				// as every store error of a set is, from Decide once
+				// the stripes are unlocked (Observer).
+				d.undoFailed = true
 			}
 			return d, nil
 		}
