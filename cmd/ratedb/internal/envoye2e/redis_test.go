@@ -21,8 +21,8 @@ import (
 
 // TestStoreDownIsUnavailable: with --redis, a Redis that goes away makes
 // ShouldRateLimit answer UNAVAILABLE promptly (Envoy's failure_mode_deny
-// decides then); with --fail-open, OK. Counts are shared by two instances
-// while Redis is up.
+// decides then); with --fail-open, OK; either way ratedb_store_errors_total
+// counts the failure. Counts are shared by two instances while Redis is up.
 func TestStoreDownIsUnavailable(t *testing.T) {
 	addr, kill := proctest.StartRedis(t)
 	url := "redis://" + addr + "/0"
@@ -51,6 +51,22 @@ func TestStoreDownIsUnavailable(t *testing.T) {
 	for !strings.Contains(open.logs.String(), "store failed; failing open") {
 		require.True(t, time.Now().Before(deadline), "failing open was not logged:\n%s", open.logs)
 		time.Sleep(10 * time.Millisecond) // polling another process's log
+	}
+
+	// Each failure is a store error of the entry's series, and the help of
+	// ratedb_store_errors_total says what an Envoy call then gets: it said
+	// "answered 503", the HTTP API's answer, which no gRPC call gets.
+	for name, p := range map[string]*proc{"closed": closed, "open": open} {
+		assert.Equal(t, 1.0, scrape(t, p)[`ratedb_store_errors_total{api="envoy",rule="another.daily"}`], name)
+		_, body := p.get(t, "/metrics")
+		var help string
+		for _, line := range strings.Split(body, "\n") {
+			if h, ok := strings.CutPrefix(line, "# HELP ratedb_store_errors_total "); ok {
+				help = h
+			}
+		}
+		assert.Contains(t, help, "UNAVAILABLE", "%s: the help of ratedb_store_errors_total", name)
+		assert.Contains(t, help, "503", "%s: the help of ratedb_store_errors_total", name)
 	}
 }
 

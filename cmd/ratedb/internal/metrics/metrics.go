@@ -60,7 +60,7 @@ func New(extra ...prometheus.Collector) *Metrics {
 		}, []string{"api", "rule"}),
 		storeErr: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratedb_store_errors_total",
-			Help: "Check requests that failed because the store failed (answered 503, or allowed with --fail-open), by API and rule.",
+			Help: "Check requests that failed because the store failed (answered 503 over HTTP or UNAVAILABLE over gRPC, or allowed with --fail-open), by API and rule.",
 		}, []string{"api", "rule"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ratedb_check_duration_seconds",

@@ -35,7 +35,7 @@ ratedb_checks_total{api="envoy",decision="allow",rule="edge.ua_é"} 1
 ratedb_checks_total{api="envoy",decision="deny",rule="edge.ua_curl\\xfe"} 1
 ratedb_checks_total{api="envoy",decision="deny",rule="edge.ua_curl\\xff"} 0
 ratedb_checks_total{api="envoy",decision="deny",rule="edge.ua_é"} 0
-# HELP ratedb_store_errors_total Check requests that failed because the store failed (answered 503, or allowed with --fail-open), by API and rule.
+# HELP ratedb_store_errors_total Check requests that failed because the store failed (answered 503 over HTTP or UNAVAILABLE over gRPC, or allowed with --fail-open), by API and rule.
 # TYPE ratedb_store_errors_total counter
 ratedb_store_errors_total{api="envoy",rule="edge.ua_curl\\xfe"} 0
 ratedb_store_errors_total{api="envoy",rule="edge.ua_curl\\xff"} 1
@@ -66,7 +66,7 @@ ratedb_checks_total{api="envoy",decision="deny",rule="edge.ua_curl\\\\\\\\xff"} 
 ratedb_checks_total{api="envoy",decision="deny",rule="edge.ua_curl\\\\\\xff"} 0
 ratedb_checks_total{api="envoy",decision="deny",rule="edge.ua_curl\\\\xff"} 1
 ratedb_checks_total{api="envoy",decision="deny",rule="edge.ua_curl\\xff"} 0
-# HELP ratedb_store_errors_total Check requests that failed because the store failed (answered 503, or allowed with --fail-open), by API and rule.
+# HELP ratedb_store_errors_total Check requests that failed because the store failed (answered 503 over HTTP or UNAVAILABLE over gRPC, or allowed with --fail-open), by API and rule.
 # TYPE ratedb_store_errors_total counter
 ratedb_store_errors_total{api="envoy",rule="edge.ua_curl\\\\\\\\xff"} 1
 ratedb_store_errors_total{api="envoy",rule="edge.ua_curl\\\\\\xff"} 1
