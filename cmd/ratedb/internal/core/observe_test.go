@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratedb/ratedb"
 	"github.com/ratedb/ratedb/cmd/ratedb/internal/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,4 +80,39 @@ func TestObserverAndBoundarySpikes(t *testing.T) {
 	assert.Equal(t, 5, obs.opened, "one new window per window used")
 	assert.Equal(t, 12, obs.decided)
 	assert.Equal(t, 0, obs.storeErr)
+}
+
+// Boundary spikes at the edges of their definition: a window exhausted
+// exactly 10% of its scale after it began is not a spike; a per-key window
+// that began exactly 10% of the scale after the exhausted one ended is.
+func TestBoundarySpikeEdges(t *testing.T) {
+	t.Run("exhausted at 10% is late", func(t *testing.T) {
+		obs := &counts{}
+		c, _, now := newCore(t, core.Options{Observer: obs})
+		l := window("r", 2, 10*time.Second)
+		hit := func() {
+			_, err := c.Decide(context.Background(), core.Check{Limit: l, Key: "k", Cost: 1})
+			require.NoError(t, err)
+		}
+		hit()
+		hit() // window [0s, 10s) exhausted
+		now.Add(10_000)
+		hit() // window [10s, 20s)
+		now.Add(1_000)
+		hit() // exhausted at 11 s: 10% after its start, not within it
+		assert.Equal(t, 0, obs.spikes)
+	})
+	t.Run("per-key window 10% after the last", func(t *testing.T) {
+		obs := &counts{}
+		c, _, now := newCore(t, core.Options{Observer: obs})
+		l := &core.Limit{Name: "p", Algorithm: ratedb.PerKeyWindow, Tiers: []ratedb.Tier{{Scale: 10 * time.Second, Limit: 1}}}
+		hit := func() {
+			_, err := c.Decide(context.Background(), core.Check{Limit: l, Key: "k", Cost: 1})
+			require.NoError(t, err)
+		}
+		hit()           // window [0s, 10s) exhausted
+		now.Add(11_000) // 1 s (10%) after it ended
+		hit()           // window [11s, 21s) exhausted at once
+		assert.Equal(t, 1, obs.spikes)
+	})
 }

@@ -248,3 +248,68 @@ func TestSetDeniedAfterPeekCountsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int64{0, 0}, counts, "the layered hit was undone")
 }
+
+// A refund of cost 0 in a set gives nothing back and is no error.
+func TestSetZeroCostRefund(t *testing.T) {
+	c, _, _ := newCore(t, core.Options{})
+	l := window("r", 3, time.Minute)
+	ctx := context.Background()
+	_, err := c.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 1})
+	require.NoError(t, err)
+	d, err := c.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 0, Refund: true})
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.EqualValues(t, 1, d.Results[0].Count)
+}
+
+// A refund of a key with no window reports the state before it: the window
+// a hit would open.
+func TestRefundWithoutWindowReportsPeek(t *testing.T) {
+	c, _, _ := newCore(t, core.Options{})
+	l := window("r", 5, time.Minute)
+	d, err := c.Decide(context.Background(), core.Check{Limit: l, Key: "fresh", Cost: 2, Refund: true})
+	require.NoError(t, err)
+	r := d.Results[0]
+	assert.True(t, r.Allowed)
+	assert.EqualValues(t, 0, r.Count)
+	assert.EqualValues(t, 5, r.Remaining)
+	assert.True(t, t0.Add(time.Minute).Equal(r.ResetAt), "reset at the next window's end, got %v", r.ResetAt)
+}
+
+// A refund on a counter whose count is over this limit's (another limit
+// with the same algorithm and window shares the key's counter, or the limit
+// was lowered, which keeps the counts) reports Remaining 0, never negative:
+// Remaining is max(0, Limit-Count).
+func TestRefundRemainingNeverNegative(t *testing.T) {
+	c, _, _ := newCore(t, core.Options{})
+	wide, narrow := window("wide", 10, time.Minute), window("narrow", 2, time.Minute)
+	ctx := context.Background()
+	_, err := c.Decide(ctx, core.Check{Limit: wide, Key: "k", Cost: 10})
+	require.NoError(t, err)
+	d, err := c.Decide(ctx, core.Check{Limit: narrow, Key: "k", Cost: 1, Refund: true})
+	require.NoError(t, err)
+	r := d.Results[0]
+	assert.EqualValues(t, 9, r.Count)
+	assert.EqualValues(t, 2, r.Limit)
+	assert.EqualValues(t, 0, r.Remaining)
+}
+
+// A refund in a set that another check denied is reported allowed, with the
+// state before it and no RetryAfter (RetryAfter is 0 when allowed), even
+// when its key is full.
+func TestDeniedSetRefundHasNoRetryAfter(t *testing.T) {
+	c, _, _ := newCore(t, core.Options{})
+	l := window("r", 1, time.Minute)
+	ctx := context.Background()
+	_, err := c.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 1})
+	require.NoError(t, err)
+	d, err := c.Decide(ctx,
+		core.Check{Limit: l, Key: "k", Cost: 1, Refund: true}, core.Check{Limit: l, Key: "k", Cost: 1})
+	require.NoError(t, err)
+	require.False(t, d.Allowed, "the hit does not fit: refunds are applied after the hits")
+	r := d.Results[0]
+	assert.True(t, r.Allowed)
+	assert.False(t, r.Counted)
+	assert.EqualValues(t, 1, r.Count, "not applied")
+	assert.Zero(t, r.RetryAfter)
+}

@@ -128,3 +128,49 @@ func TestHugeCostOnTopOfPendingDoesNotFit(t *testing.T) {
 	assert.True(t, d.Allowed, "a shadow check does not deny the set")
 	assert.Equal(t, map[string]int64{"k": 50}, minuteCounts(t, db, "k"))
 }
+
+// Checks of one set on the same key but different counters (other scales)
+// do not add up: each fits its own window.
+func TestSetSameKeyOtherCountersDoNotAddUp(t *testing.T) {
+	c, _, _ := newCore(t, core.Options{})
+	minute, hour := window("m", 1, time.Minute), window("h", 1, time.Hour)
+	d, err := c.Decide(context.Background(),
+		core.Check{Limit: minute, Key: "k", Cost: 1}, core.Check{Limit: hour, Key: "k", Cost: 1})
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.True(t, d.Results[0].Counted)
+	assert.True(t, d.Results[1].Counted)
+}
+
+// A refund earlier in a set is not pending cost for a later hit on the same
+// counter.
+func TestSetRefundIsNotPendingCost(t *testing.T) {
+	c, _, _ := newCore(t, core.Options{})
+	l := window("r", 3, time.Minute)
+	ctx := context.Background()
+	_, err := c.Decide(ctx, core.Check{Limit: l, Key: "k", Cost: 1})
+	require.NoError(t, err)
+	d, err := c.Decide(ctx,
+		core.Check{Limit: l, Key: "k", Cost: 2, Refund: true}, core.Check{Limit: l, Key: "k", Cost: 2})
+	require.NoError(t, err)
+	assert.True(t, d.Allowed, "count 1 + hit 2 fits 3")
+	assert.True(t, d.Results[1].Counted)
+}
+
+// A shadow peek after a hit of the same set on the same counter, under a
+// smaller limit than the hit's, reports the state after the hit with
+// Remaining 0, never negative.
+func TestPeekAfterHitRemainingNeverNegative(t *testing.T) {
+	c, _, _ := newCore(t, core.Options{})
+	wide, narrow := window("wide", 10, time.Minute), window("narrow", 2, time.Minute)
+	narrow.Shadow = true // over its limit, it does not deny the set
+	d, err := c.Decide(context.Background(),
+		core.Check{Limit: wide, Key: "k", Cost: 5}, core.Check{Limit: narrow, Key: "k", Cost: 0})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.True(t, d.Results[0].Counted)
+	r := d.Results[1]
+	assert.False(t, r.Allowed, "5 counted, the peek's limit is 2")
+	assert.EqualValues(t, 5, r.Count)
+	assert.EqualValues(t, 0, r.Remaining)
+}

@@ -394,3 +394,45 @@ func TestLoadRefusesAFileOver16MiB(t *testing.T) {
 	_, err = envoyconf.Parse([]envoyconf.File{{Name: "big.yaml", Data: data}})
 	require.ErrorIs(t, err, envoyconf.ErrInvalidConfig)
 }
+
+// A file of exactly 16 MiB is not over the bound: it loads, from a
+// directory and through Parse.
+func TestLoadAcceptsAFileOfExactly16MiB(t *testing.T) {
+	head := "domain: big\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 1}}\n#"
+	data := []byte(head + strings.Repeat("x", 16<<20-len(head)-1) + "\n")
+	require.Len(t, data, 16<<20)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.yaml"), data, 0o600))
+	c, err := envoyconf.Load(dir)
+	require.NoError(t, err)
+	assert.Len(t, c.Rules(), 1)
+	c, err = envoyconf.Parse([]envoyconf.File{{Name: "big.yaml", Data: data}})
+	require.NoError(t, err)
+	assert.Len(t, c.Rules(), 1)
+}
+
+// shadow_mode, quota_mode and detailed_metric each set their own field of
+// the Limit, and only it.
+func TestModesSetTheirOwnField(t *testing.T) {
+	c, err := envoyconf.Parse([]envoyconf.File{{Name: "f.yaml", Data: []byte(`domain: d
+descriptors:
+  - {key: shadow, shadow_mode: true, rate_limit: {unit: second, requests_per_unit: 1}}
+  - {key: quota, quota_mode: true, rate_limit: {unit: second, requests_per_unit: 1}}
+  - {key: detailed, detailed_metric: true, rate_limit: {unit: second, requests_per_unit: 1}}
+`)}})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		key                     string
+		shadow, quota, detailed bool
+	}{
+		{key: "shadow", shadow: true},
+		{key: "quota", quota: true},
+		{key: "detailed", detailed: true},
+	} {
+		l := c.Match("d", kv(tc.key, "v")).Limit
+		require.NotNil(t, l, tc.key)
+		assert.Equal(t, tc.shadow, l.ShadowMode, "%s: ShadowMode", tc.key)
+		assert.Equal(t, tc.quota, l.QuotaMode, "%s: QuotaMode", tc.key)
+		assert.Equal(t, tc.detailed, l.DetailedMetric, "%s: DetailedMetric", tc.key)
+	}
+}

@@ -17,7 +17,7 @@ import (
 // doc's caveats say: reading it would block until some process wrote to it
 // and closed it (found by mutation testing: dropping the regular-file check
 // left Load blocked, and no test failed).
-func TestGapLoadRefusesAFifoWithoutBlocking(t *testing.T) {
+func TestLoadRefusesAFifoWithoutBlocking(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("domain: a\n"), 0o600))
 	fifo := filepath.Join(dir, "b.yaml")

@@ -190,3 +190,25 @@ func TestLoadThroughSymlinkedDirectory(t *testing.T) {
 	require.NoError(t, os.Symlink("v2", current))
 	assert.NotEqual(t, s2, envoyconf.Stamp(current), "the symlink now names another directory")
 }
+
+// IgnoreDotFiles skips the hidden files and directories below the path
+// given, never the directory given itself, though its name (or, through a
+// symlink, its target's) starts with a dot: ~/.ratelimit, or a ConfigMap
+// volume's "..data".
+func TestIgnoreDotFilesKeepsAHiddenRoot(t *testing.T) {
+	top := t.TempDir()
+	dir := filepath.Join(top, ".ratelimit")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	for name, domain := range map[string]string{"a.yaml": "a", ".b.yaml": "b"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("domain: "+domain+"\n"), 0o600))
+	}
+	link := filepath.Join(top, "config")
+	require.NoError(t, os.Symlink(".ratelimit", link))
+	o := envoyconf.LoadOptions{IgnoreDotFiles: true}
+	for _, path := range []string{dir, link} {
+		c, err := envoyconf.LoadWith(path, o)
+		require.NoError(t, err, path)
+		assert.Equal(t, []string{"a.yaml"}, c.Files(), path)
+		assert.Contains(t, envoyconf.StampWith(path, o), "a.yaml", path)
+	}
+}

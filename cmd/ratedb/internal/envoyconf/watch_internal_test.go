@@ -141,3 +141,16 @@ func changeDuringTheLoad(t *testing.T, data string) (w *Watcher, file string) {
 	require.Equal(t, 2, calls)
 	return w, file
 }
+
+// A change made while a poll's load read the files is loaded by the next
+// poll if it stays, as Poll's doc says ("waits for the next poll"): the
+// load's read is the first of the two looks that must agree, not a look
+// that is forgotten.
+func TestWatcherLoadsAChangeMadeDuringTheLoadAtTheNextPoll(t *testing.T) {
+	w, _ := changeDuringTheLoad(t, limitYAML(3))
+
+	c, changed, err := w.Poll()
+	require.NoError(t, err)
+	require.True(t, changed, "the same files as the load read: loaded")
+	assert.EqualValues(t, 3, userLimit(t, c))
+}

@@ -72,3 +72,33 @@ func TestWatcherPollLoadsAChangeOnlyOnceItHasSettled(t *testing.T) {
 		assert.False(t, changed, "what Load read is what later polls compare with")
 	})
 }
+
+// A Watcher's Load that fails because a file cannot be read (a dangling
+// symlink) is, like one that fails to parse, the version later polls
+// compare with: they do not report the same failure again, and report the
+// fix once it has settled.
+func TestWatcherPollsDoNotRepeatAFailedLoad(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("domain: a\n"), 0o600))
+	w := envoyconf.NewWatcher(dir, envoyconf.LoadOptions{})
+	_, err := w.Load()
+	require.NoError(t, err)
+	link := filepath.Join(dir, "b.yaml")
+	require.NoError(t, os.Symlink("missing.yaml", link))
+	_, err = w.Load() // SIGHUP
+	require.ErrorIs(t, err, os.ErrNotExist)
+	for range 3 {
+		_, changed, err := w.Poll()
+		require.NoError(t, err)
+		require.False(t, changed, "the failure Load reported")
+	}
+
+	require.NoError(t, os.Remove(link))
+	_, changed, err := w.Poll()
+	require.NoError(t, err)
+	require.False(t, changed, "seen once")
+	c, changed, err := w.Poll()
+	require.NoError(t, err)
+	require.True(t, changed)
+	assert.Equal(t, []string{"a.yaml"}, c.Files())
+}

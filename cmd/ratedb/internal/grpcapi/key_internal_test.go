@@ -92,3 +92,13 @@ func TestKeyPrefixSelectsExactly(t *testing.T) {
 		})
 	}
 }
+
+// Only the entries a share_threshold matched are shared; the others keep
+// their own values.
+func TestCountedKeyShareOnlyMatchedEntries(t *testing.T) {
+	share := []string{"", "files/*"}
+	a := countedKey("d", entries("tenant", "a", "path", "files/x"), share)
+	b := countedKey("d", entries("tenant", "b", "path", "files/y"), share)
+	assert.NotEqual(t, a, b, "tenants a and b must not share a counter")
+	assert.Equal(t, a, countedKey("d", entries("tenant", "a", "path", "files/z"), share))
+}

@@ -118,3 +118,45 @@ descriptors:
 	assert.Equal(t, rlsv3.RateLimitResponse_OVER_LIMIT, resp.GetStatuses()[2].GetCode())
 	assert.EqualValues(t, 2, observed()-before, "decided descriptor by descriptor: one check request per limited descriptor")
 }
+
+// quota_mode is a soft limit, as in envoyproxy/ratelimit since March 2026
+// (05c08d0): a quota descriptor over its limit answers OVER_LIMIT in its own
+// status, and the request is over the limit only when every quota
+// descriptor is (or an enforced one is).
+func TestQuotaModeLikeUpstream(t *testing.T) {
+	for _, independent := range []bool{false, true} {
+		s := gapServer(t)
+		s.opts.Independent = independent
+		check := func(descs ...*ratelimitv3.RateLimitDescriptor) *rlsv3.RateLimitResponse {
+			resp, err := s.Check(context.Background(), &rlsv3.RateLimitRequest{Domain: "gap", Descriptors: descs})
+			require.NoError(t, err)
+			return resp
+		}
+		codes := func(resp *rlsv3.RateLimitResponse) []rlsv3.RateLimitResponse_Code {
+			var out []rlsv3.RateLimitResponse_Code
+			for _, st := range resp.GetStatuses() {
+				out = append(out, st.GetCode())
+			}
+			return out
+		}
+		ok, over := rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OVER_LIMIT
+
+		resp := check(gapDesc("quota", "x"), gapDesc("k", "v"))
+		assert.Equal(t, ok, resp.GetOverallCode(), "independent %v", independent)
+		resp = check(gapDesc("quota", "x"), gapDesc("quota", "y"), gapDesc("k", "v"))
+		assert.Equal(t, ok, resp.GetOverallCode(), "y's quota fits (independent %v)", independent)
+		assert.Equal(t, []rlsv3.RateLimitResponse_Code{over, ok, ok}, codes(resp), "x over its quota (independent %v)", independent)
+		resp = check(gapDesc("quota", "x"), gapDesc("quota", "y"), gapDesc("k", "v"))
+		assert.Equal(t, over, resp.GetOverallCode(), "every quota is over (independent %v)", independent)
+		assert.Equal(t, []rlsv3.RateLimitResponse_Code{over, over, ok}, codes(resp), "independent %v", independent)
+		resp = check(gapDesc("quota", "x"))
+		assert.Equal(t, over, resp.GetOverallCode(), "a lone quota over its limit (independent %v)", independent)
+		resp = check(gapDesc("k", "v"))
+		assert.Equal(t, ok, resp.GetOverallCode(), "independent %v", independent)
+		if independent {
+			assert.EqualValues(t, 1000-4, resp.GetStatuses()[0].GetLimitRemaining(), "k counted on its own in the denied request")
+		} else {
+			assert.EqualValues(t, 1000-3, resp.GetStatuses()[0].GetLimitRemaining(), "the denied request counted nothing")
+		}
+	}
+}

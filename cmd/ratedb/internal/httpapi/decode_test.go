@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -149,5 +150,18 @@ func TestDecodeCheckFastPath(t *testing.T) {
 	} {
 		_, _, _, _, ok := httpapi.DecodeCheckFast([]byte(body))
 		assert.False(t, ok, body)
+	}
+}
+
+// The limits of a check body are inclusive.
+func TestDecodeCheckInclusiveLimits(t *testing.T) {
+	maxID := strings.Repeat("x", httpapi.MaxIDLen)
+	for name, body := range map[string]string{
+		"max cost":   fmt.Sprintf(`{"client_id":"u","route":"/r","cost":%d}`, httpapi.MaxCost),
+		"max client": `{"client_id":"` + maxID + `","route":"/r"}`,
+		"max route":  `{"client_id":"u","route":"` + maxID + `"}`,
+	} {
+		_, _, _, err := httpapi.DecodeCheck([]byte(body))
+		assert.NoError(t, err, name)
 	}
 }

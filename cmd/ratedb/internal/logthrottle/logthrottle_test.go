@@ -56,7 +56,7 @@ func TestZeroThrottle(t *testing.T) {
 // one let through, not those an earlier line already reported (found by
 // mutation testing: not resetting the held count made every later line
 // report the total since start, and no test failed).
-func TestGapHeldCountStartsAgainAfterEachLine(t *testing.T) {
+func TestHeldCountStartsAgainAfterEachLine(t *testing.T) {
 	now := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	th := &logthrottle.Throttle{Period: time.Second, Now: func() time.Time { return now }}
 	ok, _ := th.Allow()

@@ -99,3 +99,21 @@ func TestNewClientMinIdleConnsDials(t *testing.T) {
 	require.NoError(t, err, "no connection opened for min_idle_conns")
 	_ = conn.Close()
 }
+
+// A Cluster address without a scheme that holds '@' but no second ':' (a
+// token or a user name before the host, "Sup3rSecret@host:port") splits as
+// a host:port whose host holds the secret: it is refused, never dialled
+// (go-redis logs the address of each failed dial) (found by mutation
+// testing: without '@' among the refused characters it was accepted, and no
+// test failed: the addresses tested had a "user:password@", which
+// SplitHostPort refuses anyway).
+func TestClusterAddressWithATokenBeforeTheHostIsRefused(t *testing.T) {
+	for _, spec := range []string{"Sup3rSecret@a:1,b:2", "a:1,Sup3rSecret@b:2"} {
+		c, err := redisstate.NewClient(spec)
+		if assert.Error(t, err, spec) {
+			assert.NotContains(t, err.Error(), "Sup3rSecret", spec)
+		} else {
+			_ = c.Close()
+		}
+	}
+}

@@ -39,3 +39,34 @@ func TestRuleCreatedAgainStartsNewWindows(t *testing.T) {
 	put("1h")
 	assert.Len(t, keys, 3)
 }
+
+// Turning a single-window rule into a layered one (same window) starts new
+// windows: the generation grows.
+func TestLayeredChangeBumpsGeneration(t *testing.T) {
+	def := gapRule(t, DefaultName, Spec{ClientID: "*", Route: "*", Limit: gapLimit(1), Window: "1m"})
+	m, err := NewManager(FileStorage{Path: filepath.Join(t.TempDir(), "r.json")}, def)
+	require.NoError(t, err)
+	m.now = func() time.Time { return time.UnixMicro(1000) }
+	_, err = m.Put(gapRule(t, "a", Spec{ClientID: "c", Route: "r", Limit: gapLimit(5), Window: "1m"}))
+	require.NoError(t, err)
+	_, err = m.Put(gapRule(t, "a", Spec{ClientID: "c", Route: "r", Tiers: []TierSpec{{Limit: gapLimit(5), Window: "1m"}}}))
+	require.NoError(t, err)
+	r, _ := m.Current().Get("a")
+	require.True(t, r.Layered)
+	assert.EqualValues(t, 1001, r.Generation)
+}
+
+// Changing only a rule's algorithm (same window and limit) starts new
+// windows: the generation grows, as Rule.Generation's doc says.
+func TestAlgorithmChangeBumpsGeneration(t *testing.T) {
+	def := gapRule(t, DefaultName, Spec{ClientID: "*", Route: "*", Limit: gapLimit(1), Window: "1m"})
+	m, err := NewManager(FileStorage{Path: filepath.Join(t.TempDir(), "r.json")}, def)
+	require.NoError(t, err)
+	m.now = func() time.Time { return time.UnixMicro(1000) }
+	_, err = m.Put(gapRule(t, "a", Spec{ClientID: "c", Route: "r", Algorithm: "fixed", Limit: gapLimit(5), Window: "1m"}))
+	require.NoError(t, err)
+	_, err = m.Put(gapRule(t, "a", Spec{ClientID: "c", Route: "r", Algorithm: "per_key", Limit: gapLimit(5), Window: "1m"}))
+	require.NoError(t, err)
+	r, _ := m.Current().Get("a")
+	assert.EqualValues(t, 1001, r.Generation)
+}

@@ -18,7 +18,7 @@ import (
 // A window is live until its end, not at it: at its end the next check
 // opens a new window (found by mutation testing: c.End >= now in Inspect
 // listed a window as live at the instant it ended, and no test failed).
-func TestGapWindowEndingNowIsExpired(t *testing.T) {
+func TestWindowEndingNowIsExpired(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	t0 := time.Now()
 	db, err := ratedb.Open(path, &ratedb.Options{SnapshotPeriod: -1, CleanPeriod: -1, MaxHotKeys: 16,
@@ -98,7 +98,7 @@ func craftedFile(t *testing.T, path string, edit func(w *record.BlockWindow)) {
 // listed with a count that has no scale (found by mutation testing:
 // without the check that the counters match the scales, Inspect listed it,
 // and no test failed).
-func TestGapInspectRefusesCountersThatDoNotMatchTheScales(t *testing.T) {
+func TestInspectRefusesCountersThatDoNotMatchTheScales(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	craftedFile(t, path, func(w *record.BlockWindow) {
 		w.Counters = append(w.Counters, w.Counters[0])
@@ -113,7 +113,7 @@ func TestGapInspectRefusesCountersThatDoNotMatchTheScales(t *testing.T) {
 // crafted file: ratedb refuses empty keys), is unreadable, not listed
 // as the window of "" (found by mutation testing: len(k) < p+8*n in
 // parseKey accepted it, and no test failed).
-func TestGapInspectRefusesARecordKeyWithoutAKey(t *testing.T) {
+func TestInspectRefusesARecordKeyWithoutAKey(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	craftedFile(t, path, func(w *record.BlockWindow) {
 		require.Equal(t, "k", string(w.Key[len(w.Key)-1:]))
