@@ -12,7 +12,7 @@ import (
 
 // A Layered Inc that fails because one tier's count would overflow changes
 // no tier: a tier checked before the overflowing one keeps its count.
-func TestLayeredIncOverflowChangesNoTier(t *testing.T) {
+func TestLayeredIncOverflowKeepsTheTiersCheckedBeforeIt(t *testing.T) {
 	t0 := time.UnixMilli(1_767_225_600_000)
 	clk := &settableClock{t: t0}
 	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
