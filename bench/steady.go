@@ -37,8 +37,11 @@ var SteadyPatterns = []string{"roundrobin", "zipf"}
 // turn, so every key changes between two snapshots; "zipf": Zipf(1.1)) for
 // warmup, and then for at least dur, timed. Unlike a Go benchmark, whose
 // b.N grows until about a second has passed, the measured time covers many
-// snapshot periods of a persistent limiter, so its background work is
-// charged to the hits.
+// snapshot periods of a persistent limiter, so its background work runs
+// during the measurement. NsPerHit is the hitting goroutine's elapsed time:
+// it holds what that work does to the hits (locks, memory traffic,
+// garbage), but not the CPU it uses while another CPU is free for it
+// (GOMAXPROCS above 1); with GOMAXPROCS 1 that CPU is charged too.
 //
 // With freshKeys, the timed hits use a second copy of every key, at other
 // addresses than the strings that filled the limiter, as a server's

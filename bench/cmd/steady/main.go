@@ -1,8 +1,10 @@
 // Command steady measures hits per second at steady state over many keys:
 // for each limiter in turn (in one run, one process), it fills -keys keys,
 // warms up, then hits them round-robin and Zipf(1.1) from one goroutine for
-// at least -dur, so that a persistent limiter's snapshots are charged to
-// the hits. It prints one table.
+// at least -dur, so that a persistent limiter's snapshots run while the hits
+// are timed. ns/hit is elapsed time: the snapshots' effect on the hits is in
+// it, their CPU only under GOMAXPROCS=1 (otherwise they run on a CPU the
+// peers leave idle; see bench.Steady). It prints one table.
 //
 // The machine's speed can drift by tens of percent within minutes (a
 // virtual machine shares its memory system with its neighbours), so one run
