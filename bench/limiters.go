@@ -82,7 +82,7 @@ var Factories = []Factory{
 	{Name: "GoLimiter", Desc: "github.com/sethvargo/go-limiter memorystore", Peer: true, New: newGoLimiter},
 	{Name: "Throttled", Desc: "github.com/throttled/throttled/v2 GCRA + memstore (map, no LRU)", Peer: true, New: newThrottled},
 	{Name: "XTimeRate", Desc: "golang.org/x/time/rate, one *rate.Limiter per key in a sync.Map", Peer: true, New: newXTimeRate},
-	{Name: "Httprate", Desc: "github.com/go-chi/httprate local counter (sliding window, OnLimit's check+increment under one mutex)", Peer: true, New: newHttprate},
+	{Name: "Httprate", Desc: "github.com/go-chi/httprate local counter (sliding window, as OnLimit drives it: two clock reads, check+increment under one mutex)", Peer: true, New: newHttprate},
 	{Name: "Ulule", Desc: "github.com/ulule/limiter/v3 memory store", Peer: true, New: newUlule},
 }
 
@@ -284,27 +284,30 @@ func (l *xTimeRate) Close() error  { return nil }
 // ---- go-chi/httprate local counter ----
 
 // httprateLimiter drives httprate's exported in-memory LimitCounter the way
-// httprate.RateLimiter.OnLimit does (sliding-window estimate from the current
-// and previous window, then IncrementBy, both under one mutex), without the
-// HTTP request and response that OnLimit needs.
+// httprate.RateLimiter.OnLimit (v0.16.1) does, without the HTTP request and
+// response that OnLimit needs: a clock read for the window the hit is
+// counted in, then, under one mutex, calculateRate's clock read of its own
+// and its sliding-window estimate from the current and previous window,
+// then IncrementBy. Two clock reads a hit, as in OnLimit.
 type httprateLimiter struct {
 	mu     sync.Mutex
 	c      httprate.LimitCounter
 	limit  int
 	window time.Duration
+	now    func() time.Time // time.Now; a test counts the reads
 }
 
 func newHttprate(cfg Config) (Limiter, error) {
-	return &httprateLimiter{c: httprate.NewLocalLimitCounter(cfg.Window), limit: int(cfg.Limit), window: cfg.Window}, nil
+	return &httprateLimiter{c: httprate.NewLocalLimitCounter(cfg.Window), limit: int(cfg.Limit), window: cfg.Window, now: time.Now}, nil
 }
 
 func (l *httprateLimiter) Allow(key string) (bool, error) {
-	now := time.Now().UTC()
-	cur := now.Truncate(l.window)
-	prev := cur.Add(-l.window)
+	win := l.now().UTC().Truncate(l.window) // OnLimit's currentWindow
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c, p, err := l.c.Get(key, cur, prev)
+	now := l.now().UTC() // calculateRate's
+	cur := now.Truncate(l.window)
+	c, p, err := l.c.Get(key, cur, cur.Add(-l.window))
 	if err != nil {
 		return false, err
 	}
@@ -313,7 +316,7 @@ func (l *httprateLimiter) Allow(key string) (bool, error) {
 	if int(math.Round(r))+1 > l.limit {
 		return false, nil
 	}
-	return true, l.c.IncrementBy(key, cur, 1)
+	return true, l.c.IncrementBy(key, win, 1)
 }
 
 func (l *httprateLimiter) Present(key string) (bool, error) {
