@@ -145,6 +145,10 @@ func (l *ratedbLimiter) Present(key string) (bool, error) {
 	return n > 0, err
 }
 
+// Count returns key's count in the current window (the counter interface
+// Steady checks).
+func (l *ratedbLimiter) Count(key string) (int64, error) { return l.w.Get(l.ctx, key) }
+
 func (l *ratedbLimiter) Settle() error { return l.db.Snapshot() }
 func (l *ratedbLimiter) Close() error  { return l.db.Close() }
 
@@ -188,6 +192,17 @@ func (l *mutexMap) Present(key string) (bool, error) {
 	return l.m[key] != nil, nil
 }
 
+// Count returns key's count in the current window (the counter interface
+// Steady checks).
+func (l *mutexMap) Count(key string) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c := l.m[key]; c != nil && c.end > time.Now().UnixNano() {
+		return c.count, nil
+	}
+	return 0, nil
+}
+
 func (l *mutexMap) Settle() error { return nil }
 func (l *mutexMap) Close() error  { return nil }
 
@@ -214,6 +229,13 @@ func (l *goLimiter) Allow(key string) (bool, error) {
 func (l *goLimiter) Present(key string) (bool, error) {
 	tokens, _, err := l.s.Get(l.ctx, key) // 0 tokens: no bucket
 	return tokens > 0, err
+}
+
+// Count returns the tokens key's bucket has given out (the counter
+// interface Steady checks).
+func (l *goLimiter) Count(key string) (int64, error) {
+	tokens, remaining, err := l.s.Get(l.ctx, key)
+	return int64(tokens - remaining), err
 }
 
 func (l *goLimiter) Settle() error { return nil }

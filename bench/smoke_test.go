@@ -116,9 +116,10 @@ func TestFloodSmall(t *testing.T) {
 }
 
 // TestSteadySmall runs the steady-state workload briefly for ratedb with a
-// file and the floor, both patterns.
+// file, the floor and go-limiter, both patterns, and requires every key's count checked
+// exact afterwards.
 func TestSteadySmall(t *testing.T) {
-	for _, name := range []string{"RatedbFile", "MutexMap"} {
+	for _, name := range []string{"RatedbFile", "MutexMap", "GoLimiter"} {
 		f, err := FactoryByName(name)
 		if err != nil {
 			t.Fatal(err)
@@ -130,6 +131,9 @@ func TestSteadySmall(t *testing.T) {
 			}
 			if r.Hits == 0 || r.NsPerHit <= 0 {
 				t.Fatalf("%s/%s: %d hits, %v ns/hit", name, p, r.Hits, r.NsPerHit)
+			}
+			if r.Checked != 20_000 {
+				t.Fatalf("%s/%s: %d keys' counts checked, want all 20,000", name, p, r.Checked)
 			}
 		}
 	}

@@ -27,6 +27,17 @@ type SteadyResult struct {
 	// PeakWindowsInMemory (ratedb only) is the largest
 	// Stats.WindowsInMemory seen, sampled every 65,536 hits.
 	PeakWindowsInMemory int64
+	// Checked is the number of keys whose counts were found exact after
+	// the measurement: every key for a limiter that reports its counts
+	// (ratedb, the MutexMap floor, GoLimiter), 0 for the others.
+	Checked int
+}
+
+// counter is implemented by the limiters whose counts Steady checks after
+// the measurement: Count returns the hits key has counted in the current
+// window.
+type counter interface {
+	Count(key string) (int64, error)
 }
 
 // SteadyPatterns lists the access patterns Steady knows.
@@ -51,10 +62,19 @@ var SteadyPatterns = []string{"roundrobin", "zipf"}
 // it, every hit passes the very string the limiter stored, whose bytes the
 // hash of the hit has just brought into the cache.
 //
+// Every timed hit must be allowed, and a limiter that reports its counts
+// (ratedb, the MutexMap floor, GoLimiter) must then count every key
+// exactly: one for the fill plus the key's hits of the warm-up and the
+// measurement, so that a limiter that answered "allowed" without counting
+// a hit cannot pass for a fast one (the quota is never reached, so the
+// answers alone prove nothing). A wrong count, or a run that crossed
+// midnight UTC (a window boundary, which resets the counts), is an error.
+//
 // Once ctx ends, the warm-up or measurement stops within 1024 hits and
 // Steady returns ctx's error (the fill of the keys is not interrupted).
 func Steady(ctx context.Context, f Factory, n int, pattern string, warmup, dur time.Duration, freshKeys bool) (SteadyResult, error) {
 	r := SteadyResult{Limiter: f.Name, Pattern: pattern, Keys: n, Warmup: warmup}
+	began := time.Now() // before the fill, whose hit every count holds
 	m, closeFn, err := BuildManyKeys(f, n)
 	if err != nil {
 		return r, err
@@ -68,12 +88,34 @@ func Steady(ctx context.Context, f Factory, n int, pattern string, warmup, dur t
 		}
 	}
 	var order func(i int) string
+	// hitsOf returns how many of the first total hits went to each key.
+	var hitsOf func(total int) []int64
 	switch pattern {
 	case "roundrobin":
 		order = func(i int) string { return keys[i%len(keys)] }
+		hitsOf = func(total int) []int64 {
+			c := make([]int64, len(keys))
+			for j := range c {
+				c[j] = int64(total / len(keys))
+				if j < total%len(keys) {
+					c[j]++
+				}
+			}
+			return c
+		}
 	case "zipf":
 		mask := len(m.Zipf) - 1
 		order = func(i int) string { return keys[m.Zipf[i&mask]] }
+		hitsOf = func(total int) []int64 {
+			c := make([]int64, len(keys))
+			for t, k := range m.Zipf {
+				c[k] += int64(total / len(m.Zipf))
+				if t < total%len(m.Zipf) {
+					c[k]++
+				}
+			}
+			return c
+		}
 	default:
 		return r, fmt.Errorf("bench: unknown pattern %q (want one of %v)", pattern, SteadyPatterns)
 	}
@@ -119,6 +161,21 @@ func Steady(ctx context.Context, f Factory, n int, pattern string, warmup, dur t
 		st := rl.db.Stats()
 		r.Snapshots = st.Snapshots - snaps0
 		r.LastSnapshot = st.LastSnapshotDuration
+	}
+	if c, ok := m.L.(counter); ok {
+		if fixedDayEnd(began) != fixedDayEnd(time.Now()) {
+			return r, fmt.Errorf("%s/%s: the run crossed midnight UTC (a window boundary): counts reset; run again", f.Name, pattern)
+		}
+		for j, n := range hitsOf(i) {
+			got, err := c.Count(m.Keys[j])
+			if err != nil {
+				return r, fmt.Errorf("%s/%s: count of key %d: %w", f.Name, pattern, j, err)
+			}
+			if want := 1 + n; got != want {
+				return r, fmt.Errorf("%s/%s: key %d counts %d hits after the run, want %d (1 from the fill, %d timed or warm-up)", f.Name, pattern, j, got, want, n)
+			}
+			r.Checked++
+		}
 	}
 	return r, nil
 }

@@ -12,8 +12,10 @@
 // limiter N times, rotating which goes first, and reports each limiter's
 // median and the median of its per-round ratios to GoLimiter.
 //
-// A measurement that fails (its limiter cannot be built, a hit errs or is
-// denied) is logged on stderr and marked in its row, and is no figure: its
+// After each measurement the counts of a limiter that reports them (ratedb,
+// MutexMap, GoLimiter) are checked exact for every key (see bench.Steady). A
+// measurement that fails (its limiter cannot be built, a hit errs or is
+// denied, a count is wrong afterwards) is logged on stderr and marked in its row, and is no figure: its
 // row's median and range and every ratio of its round leave it out. The
 // others go on, and the command exits 1; bad flags exit 2 before anything
 // is measured.
@@ -108,8 +110,8 @@ func run(args []string) (code int) {
 					failed++
 					r.NsPerHit = 0 // no figure: see row.line
 				}
-				log.Printf("%s/%s round %d: %.0f ns/hit over %v (%d hits), %d snapshots, last %v",
-					name, p, round+1, r.NsPerHit, r.Duration.Round(time.Millisecond), r.Hits, r.Snapshots, r.LastSnapshot.Round(time.Millisecond))
+				log.Printf("%s/%s round %d: %.0f ns/hit over %v (%d hits), %d snapshots, last %v; counts of %d keys checked exact",
+					name, p, round+1, r.NsPerHit, r.Duration.Round(time.Millisecond), r.Hits, r.Snapshots, r.LastSnapshot.Round(time.Millisecond), r.Checked)
 				x.ns = append(x.ns, r.NsPerHit)
 				x.snapshots += r.Snapshots
 				x.last = r.LastSnapshot
