@@ -41,9 +41,11 @@ type FloodResult struct {
 }
 
 // floodKey writes key i of a flood ("f" and 15 decimal digits of a
-// scrambled i, distinct for distinct i < 10^15) into buf and returns it as a
-// string that aliases buf: valid until buf is written again. ratedb copies
-// the keys it keeps.
+// scrambled i) into buf and returns it as a string that aliases buf: valid
+// until buf is written again. ratedb copies the keys it keeps. Keys are
+// distinct for distinct i below 2^64/2654435761 (about 6.9e9): there the
+// product does not wrap, and a multiplier prime to 10 is a bijection mod
+// 10^15. Above it (far more keys than a flood can hold) they may repeat.
 func floodKey(buf *[16]byte, i int) string {
 	v := (uint64(i)*2654435761 + 12345) % 1_000_000_000_000_000
 	buf[0] = 'f'

@@ -105,8 +105,9 @@ func NewArena(n int) *Arena {
 	a := &Arena{buf: make([]byte, n*ArenaKeyWidth), width: ArenaKeyWidth, n: n}
 	var tmp [32]byte
 	for i := 0; i < n; i++ {
-		// i*7919 mod a prime > n would also do; a fixed odd multiplier mod
-		// 10^11 is a bijection on [0, 10^11), so keys stay distinct.
+		// i*7919 mod a prime > n would also do; a fixed multiplier prime
+		// to 10 is a bijection mod 10^11, so keys stay distinct while the
+		// product does not wrap (n below 2^64/2654435761, about 6.9e9).
 		v := (uint64(i)*2654435761 + 12345) % 100_000_000_000
 		b := strconv.AppendUint(tmp[:0], v, 10)
 		k := a.buf[i*ArenaKeyWidth : (i+1)*ArenaKeyWidth]
