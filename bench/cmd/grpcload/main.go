@@ -17,7 +17,9 @@
 // envoy-ratelimit) per 1,000 calls, and writes the table to -out.
 //
 // Bad flag values exit 2 before anything is started; a target that fails
-// to start or to answer exits 1, after the servers are stopped and the
+// to start or to answer, or (ratedb, envoy-ratelimit) answers a call OK
+// without naming the config's limit (a descriptor no rule matched, which
+// nothing counted), exits 1, after the servers are stopped and the
 // temporary directory removed. SIGINT or SIGTERM stops the run the same
 // way, and it then exits 130 or 143.
 //
@@ -250,7 +252,9 @@ func (r result) cpuPer1k() float64 {
 }
 
 // measure warms up, then runs the load for o.duration; it stops, with
-// ctx's error, once ctx ends.
+// ctx's error, once ctx ends. Every answer of a target other than noop must
+// name the limit that counted the call (see limited), or the measurement
+// fails.
 func measure(ctx context.Context, o options, target, addr string, pids []int, values []string) (result, error) {
 	conns := make([]*grpc.ClientConn, o.conns)
 	for i := range conns {
@@ -267,12 +271,12 @@ func measure(ctx context.Context, o options, target, addr string, pids []int, va
 	if err != nil {
 		return result{}, fmt.Errorf("first call: %w", err)
 	}
-	if target != "noop" && resp.GetStatuses()[0].GetCurrentLimit() == nil {
+	if target != "noop" && !limited(resp) {
 		return result{}, fmt.Errorf("first call matched no limit: %v", resp)
 	}
 
 	var phase atomic.Int32 // 0 warm-up, 1 measuring, 2 done
-	var calls, errs, overs atomic.Int64
+	var calls, errs, overs, unlimited atomic.Int64
 	lat := make([][]time.Duration, o.workers)
 	var wg sync.WaitGroup
 	for w := range o.workers {
@@ -305,6 +309,8 @@ func measure(ctx context.Context, o options, target, addr string, pids []int, va
 					errs.Add(1)
 				case resp.GetOverallCode() != rlsv3.RateLimitResponse_OK:
 					overs.Add(1)
+				case target != "noop" && !limited(resp):
+					unlimited.Add(1)
 				}
 				local = append(local, d)
 			}
@@ -348,7 +354,19 @@ func measure(ctx context.Context, o options, target, addr string, pids []int, va
 	if r.errors > 0 {
 		return r, fmt.Errorf("%d of %d calls failed", r.errors, r.calls)
 	}
+	if n := unlimited.Load(); n > 0 {
+		return r, fmt.Errorf("%d of %d calls were answered OK without a limit: no rule counted them", n, r.calls)
+	}
 	return r, nil
+}
+
+// limited reports whether resp, the answer to request's one descriptor,
+// names the limit that counted it. A descriptor that matches no rule is
+// answered OK without one, and without counting: such a call measured no
+// limiter, only the protocol.
+func limited(resp *rlsv3.RateLimitResponse) bool {
+	st := resp.GetStatuses()
+	return len(st) == 1 && st[0].GetCurrentLimit() != nil
 }
 
 func request(value string) *rlsv3.RateLimitRequest {
