@@ -109,14 +109,20 @@ func putCount(tx *bolt.Tx, n int64) error {
 // bytes) and holds no pointer but its entry: a snapshot sorts a million of
 // them, and the garbage collector scans them.
 type change struct {
-	e       *entry // the entry it was copied from (snapshots only)
-	h       uint64 // layout.Hash of the record key
-	koff    int
-	coff    uint32
-	klen    uint16
-	cn      uint8
-	lowered bool // the entry's lowered bit, cleared by the copy: restored if the write fails
+	e     *entry // the entry it was copied from (snapshots only)
+	h     uint64 // layout.Hash of the record key
+	koff  int
+	coff  uint32
+	klen  uint16
+	cn    uint8
+	flags uint8 // changeLowered, changeCold
 }
+
+// The flags of a change copied from an entry.
+const (
+	changeLowered = 1 << iota // the entry's lowered bit, cleared by the copy: restored if the write fails
+	changeCold                // the entry was cold when copied: it leaves memory once the copy commits
+)
 
 // tombstone reports whether the change deletes the window.
 func (c *change) tombstone() bool { return c.cn == 0 }

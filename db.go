@@ -73,7 +73,8 @@ type DB struct {
 	hotWindows atomic.Int64 // windows in memory marked hot: see spec.acquire
 	memLimit   int64        // MaxHotKeys + MaxSnapshotBacklog: see relieve
 	progress   progress     // wakes calls waiting in relieve
-	stats      counters
+	inflightState
+	stats counters
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -126,6 +127,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		memLimit: o.MaxHotKeys + min(o.MaxSnapshotBacklog, math.MaxInt64-o.MaxHotKeys), // saturated: MaxInt64 is "no bound"
 	}
 	db.fast.Store(newFastTable(fastInitWindows, o.MaxHotKeys))
+	db.front.Store(&snapFront{done: true})
 	for i := range db.shards {
 		db.shards[i].m = make(map[uint64]*entry)
 	}
@@ -399,8 +401,8 @@ func (db *DB) dropIfClean(e *entry) {
 	sh := db.shard(h)
 	sh.mu.Lock()
 	e.mu.Lock()
-	if !e.gone && !e.hot.Load() && !e.dirty && !e.inflight {
-		db.removeLocked(sh, h, e)
+	if !e.gone && !e.hot.Load() && !e.dirty {
+		db.dropAfterCommit(sh, h, e)
 	}
 	e.mu.Unlock()
 	sh.mu.Unlock()
@@ -434,8 +436,8 @@ func (db *DB) spillLocked(sh *shard, h uint64, e *entry) {
 		return
 	}
 	e.mu.Lock()
-	if !e.dirty && !e.inflight {
-		db.removeLocked(sh, h, e)
+	if !e.dirty {
+		db.dropAfterCommit(sh, h, e)
 	}
 	e.mu.Unlock()
 }

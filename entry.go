@@ -23,13 +23,12 @@ type entry struct {
 	s   *spec
 	key string
 
-	next *entry      // hash-collision chain in the shard map (shard.mu)
-	hot  atomic.Bool // a cache Set is outstanding or the cache holds the entry; written under shard.mu
+	next *entry  // hash-collision chain in the shard map (shard.mu)
+	hot  hotWord // hot: a cache Set is outstanding or the cache holds the entry (written under shard.mu); and the entry's snapshot stamp (mu)
 
-	gone     bool  // removed from the shard map; holders must look the key up again (written under shard.mu and mu)
-	dirty    bool  // changed since it was last copied by a snapshot (mu)
-	inflight bool  // copied by a snapshot whose commit is pending (mu)
-	bits     uint8 // usesMask: uses served by the fast table, to sample for the cache; loweredBit; hashRoomBit, hashKeptBit (mu)
+	gone  bool  // removed from the shard map; holders must look the key up again (written under shard.mu and mu)
+	dirty bool  // changed since it was last copied by a snapshot (mu)
+	bits  uint8 // usesMask: uses served by the fast table, to sample for the cache; loweredBit; hashRoomBit, hashKeptBit (mu)
 
 	c    counter    // tier 0 (mu)
 	more *[]counter // tiers 1.. of a Layered limiter, nil for a Window (mu); a pointer keeps Window entries small
@@ -37,6 +36,40 @@ type entry struct {
 	// expiry index membership (expiryIndex.mu)
 	expSlot          int64
 	expPrev, expNext *entry
+}
+
+// hotWord holds an entry's hot flag in its top bit, read and written
+// atomically (Load, Store), and in its other 31 bits the number of the last
+// snapshot that copied the entry, 0 if none (snap, setSnap: under the
+// entry's mu; see inflight). One word keeps the entry at 96 bytes.
+type hotWord struct{ v atomic.Uint32 }
+
+const hotBit = 1 << 31
+
+// Load reports whether the entry is hot.
+func (w *hotWord) Load() bool { return w.v.Load()&hotBit != 0 }
+
+// Store sets the hot flag.
+func (w *hotWord) Store(on bool) {
+	if on {
+		w.v.Or(hotBit)
+	} else {
+		w.v.And(^uint32(hotBit))
+	}
+}
+
+// snap returns the snapshot stamp.
+func (w *hotWord) snap() uint32 { return w.v.Load() &^ hotBit }
+
+// setSnap sets the snapshot stamp to id (less than 1<<31), keeping the hot
+// flag, which may change meanwhile.
+func (w *hotWord) setSnap(id uint32) {
+	for {
+		old := w.v.Load()
+		if w.v.CompareAndSwap(old, old&hotBit|id) {
+			return
+		}
+	}
 }
 
 // The bits of entry.bits: a 4-bit use counter (the entry stays within its

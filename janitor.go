@@ -206,7 +206,8 @@ func (db *DB) clean() (int, error) {
 		// record first), an entry whose end was lowered (the file's record
 		// may end later, and would bring the window back), and one a
 		// snapshot is writing. The next pass after the snapshot removes them.
-		keep := (end == 0 && (e.dirty || e.inflight)) || e.lowered() || e.inflight
+		in := db.inflight(e)
+		keep := (end == 0 && (e.dirty || in)) || e.lowered() || in
 		if end <= cutoff && !keep {
 			if db.removeLocked(sh, h, e) {
 				dels = append(dels, h)

@@ -1,6 +1,7 @@
 package ratedb
 
 import (
+	"bytes"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -178,6 +179,14 @@ func (db *DB) snapshotLocked() (int64, error) {
 	}
 	var buf [record.MaxTiers]counter
 	secret := db.secret
+	// Number this snapshot and publish it, with nothing committed, before
+	// any entry carries its number: see inflight.
+	if db.snapSeq = (db.snapSeq + 1) &^ hotBit; db.snapSeq == 0 {
+		db.snapSeq = 1 // 0 marks an entry no snapshot copied
+	}
+	id := db.snapSeq
+	db.dropPending(db.publishFront(&snapFront{id: id}))
+	defer func() { db.dropPending(db.publishFront(&snapFront{id: id, done: true})) }()
 	for _, list := range lists {
 		for i, e := range list {
 			if i%touchGroup == 0 {
@@ -186,8 +195,14 @@ func (db *DB) snapshotLocked() (int64, error) {
 			e.mu.Lock()
 			if !e.gone && e.dirty {
 				e.dirty = false
-				e.inflight = true
-				lowered := e.lowered()
+				e.hot.setSnap(id)
+				var flags uint8
+				if e.lowered() {
+					flags |= changeLowered
+				}
+				if !e.hot.Load() {
+					flags |= changeCold
+				}
 				e.setLowered(false) // the copy carries the lowered ends
 				var cs []counter
 				if !e.tombstone() {
@@ -200,7 +215,7 @@ func (db *DB) snapshotLocked() (int64, error) {
 					c = set.add(secret, e.s.prefix, e.key, cs)
 					e.keepFileHash(c.h)
 				}
-				c.e, c.lowered = e, lowered
+				c.e, c.flags = e, flags
 			}
 			e.mu.Unlock()
 		}
@@ -228,11 +243,13 @@ func (db *DB) snapshotLocked() (int64, error) {
 			// Every record not yet committed leaves the backlog and its
 			// entry, if still in memory and clean, joins it again.
 			db.stats.backlog.Add(-int64(len(recs)))
+			// They stay in flight (inflight) until this loop has marked
+			// them dirty again: the deferred publication of the end of
+			// this snapshot comes after it.
 			for i := range recs {
 				e := recs[i].e
 				e.mu.Lock()
-				e.inflight = false
-				if recs[i].lowered {
+				if recs[i].flags&changeLowered != 0 {
 					e.setLowered(true)
 				}
 				if !e.gone && !e.dirty {
@@ -248,19 +265,28 @@ func (db *DB) snapshotLocked() (int64, error) {
 		written += int64(n)
 		bytesWritten += nb
 		db.stats.backlog.Add(-int64(len(batch)))
+		// The batch is in the file: publish the frontier past it, then take
+		// out of memory the entries that were cold when copied and those
+		// that waited for this commit (see inflight). Entries that were hot
+		// when copied, and still are, are not visited again.
+		last := &batch[len(batch)-1]
+		pend := db.publishFront(&snapFront{id: id, some: true, h: last.h, key: bytes.Clone(set.key(last))})
 		for i := range batch {
-			e := batch[i].e
 			if i%touchGroup == 0 {
-				touchChanges(batch[i:min(i+touchGroup, len(batch))])
+				touchCold(batch[i:min(i+touchGroup, len(batch))])
 			}
+			if batch[i].flags&changeCold == 0 {
+				continue
+			}
+			e := batch[i].e
 			e.mu.Lock()
-			e.inflight = false
 			drop := !e.gone && !e.dirty && !e.hot.Load()
 			e.mu.Unlock()
 			if drop {
 				db.dropIfClean(e)
 			}
 		}
+		db.dropPending(pend)
 		recs = recs[len(batch):]
 		db.progress.signal()
 	}
@@ -290,11 +316,13 @@ func touch(es []*entry) {
 	runtime.KeepAlive(n)
 }
 
-// touchChanges is touch for the entries of changes.
-func touchChanges(cs []change) {
+// touchCold is touch for the entries of changes that were cold when copied.
+func touchCold(cs []change) {
 	n := 0
 	for i := range cs {
-		n += touchEntry(cs[i].e)
+		if cs[i].flags&changeCold != 0 {
+			n += touchEntry(cs[i].e)
+		}
 	}
 	runtime.KeepAlive(n)
 }
