@@ -49,7 +49,7 @@ const hotBit = 1 << 31
 // Load reports whether the entry is hot.
 func (w *hotWord) Load() bool { return w.v.Load()&hotBit != 0 }
 
-// Store sets the hot flag.
+// Store sets the hot flag on or off.
 func (w *hotWord) Store(on bool) {
 	if on {
 		w.v.Or(hotBit)
