@@ -94,6 +94,12 @@ func (db *DB) recordPos(e *entry) (uint64, []byte) {
 // committed. sh.mu and e.mu held. It reports whether e was removed (and so
 // whether the cache may still hold it: see removeLocked).
 func (db *DB) dropAfterCommit(sh *shard, h uint64, e *entry) (wasHot bool) {
+	// An entry once seen out of flight stays out (its stamp cannot change
+	// while e.mu is held, and the frontier only moves on): only one in
+	// flight needs pendMu, to be checked again and listed.
+	if !db.inflight(e) {
+		return db.removeLocked(sh, h, e)
+	}
 	db.pendMu.Lock()
 	in := db.inflight(e)
 	if in {
