@@ -44,3 +44,51 @@ func TestSteadyCatchesUncountedHits(t *testing.T) {
 		}
 	}
 }
+
+// midnightMap is the MutexMap floor read while midnight UTC passes: from
+// the 1001st count it reads, the clock is past midnight and every key
+// counts 0 (its window ended), as the floor's own Count then answers.
+type midnightMap struct {
+	*mutexMap
+	reads   atomic.Int64
+	crossed *atomic.Bool
+}
+
+func (l *midnightMap) Count(key string) (int64, error) {
+	if l.reads.Add(1) > 1000 {
+		l.crossed.Store(true)
+		return 0, nil
+	}
+	return l.mutexMap.Count(key)
+}
+
+// TestSteadyMidnightWhileCountingIsNoWrongCount: Steady checked for a run
+// across midnight UTC before it read the counts, so midnight passing while
+// it read them (a million keys take a while) failed the measurement as the
+// limiter's wrong count ("key 1000 counts 0 hits") rather than as the
+// window boundary it is.
+func TestSteadyMidnightWhileCountingIsNoWrongCount(t *testing.T) {
+	var crossed atomic.Bool
+	day := time.Now().UTC().Truncate(DefaultWindow)
+	steadyNow = func() time.Time {
+		if crossed.Load() {
+			return day.Add(DefaultWindow)
+		}
+		return day.Add(DefaultWindow - time.Minute)
+	}
+	t.Cleanup(func() { steadyNow = time.Now })
+	f := Factory{Name: "MidnightMap", New: func(cfg Config) (Limiter, error) {
+		m, err := newMutexMap(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &midnightMap{mutexMap: m.(*mutexMap), crossed: &crossed}, nil
+	}}
+	for _, p := range SteadyPatterns {
+		crossed.Store(false)
+		r, err := Steady(context.Background(), f, 2_000, p, 10*time.Millisecond, 30*time.Millisecond, false)
+		if err == nil || !strings.Contains(err.Error(), "crossed midnight UTC") {
+			t.Errorf("%s: midnight passed after %d keys' counts were read: Steady returned %v, want the crossing", p, r.Checked, err)
+		}
+	}
+}
