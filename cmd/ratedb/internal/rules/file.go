@@ -28,7 +28,10 @@ type File struct {
 
 // ParseFile reads a rule file and validates every rule, reporting every
 // problem of every rule at once (a *ValidationError wrapping
-// ErrInvalidRule). Unknown fields are problems too. The problems give a
+// ErrInvalidRule). Unknown fields are problems too. Of a rule of more than
+// MaxTiers tiers, only the first MaxTiers are checked (Build), but for the
+// values of a wrong type and the unknown fields the YAML parser reports in
+// every tier. The problems give a
 // line and a reason but never quote the file (a value, an unknown field's
 // name): the file may be a keys file given by mistake.
 func ParseFile(data []byte) ([]*Rule, error) {
@@ -109,7 +112,9 @@ func fieldsHint(problem string) string {
 
 // checkIntegerLimits adds a problem for each rules[i].limit or
 // rules[i].tiers[j].limit of the document root that is a scalar other than
-// an integer (or null).
+// an integer (or null). Of more than MaxTiers tiers, only the first
+// MaxTiers are checked, as Build checks them (the rule is refused for
+// their number).
 func checkIntegerLimits(root *yaml.Node, p *problems) {
 	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
 		return
@@ -126,7 +131,7 @@ func checkIntegerLimits(root *yaml.Node, p *problems) {
 	for i, r := range list.Content {
 		check(fmt.Sprintf("rules[%d]", i), mappingValue(r, "limit"))
 		if tiers := mappingValue(r, "tiers"); tiers != nil && tiers.Kind == yaml.SequenceNode {
-			for j, t := range tiers.Content {
+			for j, t := range tiers.Content[:min(len(tiers.Content), MaxTiers)] {
 				check(fmt.Sprintf("rules[%d].tiers[%d]", i, j), mappingValue(t, "limit"))
 			}
 		}
