@@ -2,6 +2,7 @@
 // the table tests of the Limiter and Layered semantics (window arithmetic
 // of each algorithm, all-or-nothing tiers, denied hits counting nothing,
 // Result fields, argument validation, separation of counters, refunds and undos,
+// the clock stepping back (windows cut to one scale after now),
 // exactness under concurrency, of hits and of refunds racing them). The embedded DB runs it from the root package's tests,
 // redisstore against a real Redis server and a real Redis Cluster, so that
 // both backends are held to the same answers.
@@ -56,6 +57,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Separation", func(t *testing.T) { testSeparation(t, b) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, b) })
 	t.Run("ClockRange", func(t *testing.T) { testClockRange(t, b) })
+	t.Run("ClockStepBack", func(t *testing.T) { testClockStepBack(t, b) })
 	t.Run("LayeredAllOrNothing", func(t *testing.T) { testLayeredAllOrNothing(t, b) })
 	t.Run("LayeredRetryAfter", func(t *testing.T) { testLayeredRetryAfter(t, b) })
 	t.Run("ConcurrentExactness", func(t *testing.T) { testConcurrentExactness(t, b) })
