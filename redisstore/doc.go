@@ -69,7 +69,12 @@
 // calls mixes the nodes' clocks. Keep the nodes' clocks in sync (NTP).
 //
 // Time can still go back: a LocalClock's f stepped back, or with ServerClock
-// a failover to a server whose clock is behind. As in the embedded DB, a
+// a failover to a server whose clock is behind, or the Redis host's own
+// clock stepped back. TIME is Redis's wall clock, so unlike the embedded
+// DB, which runs on the monotonic clock while open, ServerClock follows
+// every step of the Redis host's clock (an NTP step, a hand-set clock): a
+// step forward ends windows early, as that much downtime would, and a step
+// back is handled as below. As in the embedded DB, a
 // window that ends more than one scale after now is then cut back to end one
 // scale after now (a one-second limit never denies for an hour), and a
 // call that writes the key stores the cut end: the window ends there, and
