@@ -54,7 +54,11 @@
 // (Middleware.Errors) and passed to Options.OnError; its text is never sent
 // to the client. A request without a key (ErrNoKey, such as a missing
 // API-key header with no fallback) is the client's fault: it gets 400
-// (Options.OnNoKey) and is not counted as an error.
+// (Options.OnNoKey) and is not counted as an error. Nor is a request whose
+// context was cancelled while the limiter ran (its client left, or closed
+// its side of the connection and still reads): it gets 503, even with
+// FailOpen, never the empty 200 net/http sends for a handler that writes
+// nothing.
 //
 // # Security
 //

@@ -50,10 +50,13 @@ type Options struct {
 	OnNoKey http.Handler
 
 	// OnUnavailable writes the response when no decision could be made (the
-	// limiter, the KeyFunc or Cost failed) and FailOpen is false. Default:
-	// status 503 with the body "Service Unavailable". The error is not
-	// passed on, so that its text cannot reach the client; use OnError to
-	// see it.
+	// limiter, the KeyFunc or Cost failed) and FailOpen is false, and, even
+	// with FailOpen, when the decision failed because the request's context
+	// was cancelled (its client went away, or closed its side of the
+	// connection, while the Rater ran; not counted in Middleware.Errors).
+	// Default: status 503 with the body "Service Unavailable". The error is
+	// not passed on, so that its text cannot reach the client; use OnError
+	// to see it.
 	OnUnavailable http.Handler
 
 	// OnError, if set, is called with every error counted by
@@ -68,7 +71,8 @@ type Options struct {
 
 	// FailOpen lets a request through, uncounted and without rate-limit
 	// headers, when no decision could be made (but not for ErrInvalidCost,
-	// see Cost). Default false: such requests
+	// see Cost, nor for a request whose context was cancelled, see
+	// OnUnavailable). Default false: such requests
 	// get OnUnavailable. Failing open keeps the service up when the limiter
 	// is down, at the price of no limit at all while it is.
 	FailOpen bool
@@ -232,8 +236,8 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 // Errors returns how many errors the middleware met since New: requests
 // that could not be decided (errors from the Rater, from the KeyFunc other
 // than ErrNoKey, and invalid costs) and, with Options.Undo, undos that
-// failed. Requests abandoned by their client while the Rater ran are not
-// counted.
+// failed. Requests abandoned by their client while the Rater ran (their
+// context cancelled) are not counted: they get Options.OnUnavailable.
 func (m *Middleware) Errors() uint64 { return m.errors.Load() }
 
 func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
@@ -249,7 +253,13 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 		m.onNoKey.ServeHTTP(w, r)
 		return
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		return // the client is gone: nobody reads a response
+		// The client is gone, or has only closed its side of the connection
+		// (net/http cancels the context at EOF) and still reads: answer it
+		// as undecided, since net/http sends 200 for a handler that writes
+		// nothing. Not next, even with FailOpen: the request is not counted,
+		// and a client could half-close every request to go unlimited.
+		m.onUnavailable.ServeHTTP(w, r)
+		return
 	default:
 		m.errors.Add(1)
 		if m.onError != nil {
