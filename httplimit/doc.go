@@ -55,10 +55,11 @@
 // to the client. A request without a key (ErrNoKey, such as a missing
 // API-key header with no fallback) is the client's fault: it gets 400
 // (Options.OnNoKey) and is not counted as an error. Nor is a request whose
-// context was cancelled while the limiter ran (its client left, or closed
-// its side of the connection and still reads): it gets 503, even with
-// FailOpen, never the empty 200 net/http sends for a handler that writes
-// nothing.
+// context was cancelled before the KeyFunc or the limiter could decide
+// (its client left, or closed its side of the connection and still reads;
+// their error matches context.Canceled): it gets 503, even with FailOpen,
+// never the empty 200 net/http sends for a handler that writes nothing,
+// and is not passed to OnError.
 //
 // # Security
 //

@@ -2,9 +2,12 @@ package httplimit_test
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ratedb/ratedb/httplimit"
@@ -51,5 +54,39 @@ func TestCancelledContextIsNotAnswered200(t *testing.T) {
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "FailOpen %v", failOpen)
 		assert.Zero(t, next.n.Load(), "FailOpen %v", failOpen)
 		assert.Zero(t, m.Errors(), "FailOpen %v", failOpen)
+	}
+}
+
+// A KeyFunc that fails because the request's context was cancelled (one
+// that looks the key up with r.Context()) is treated as the Rater is: the
+// client left, so the request gets OnUnavailable, even with FailOpen, and is
+// neither counted in Errors nor passed to OnError.
+func TestKeyFuncCancelledContextIsNotAnError(t *testing.T) {
+	clock := newClock(t0)
+	db := openDB(t, clock)
+	for _, failOpen := range []bool{false, true} {
+		next := &counting{}
+		var onError atomic.Int64
+		m, err := httplimit.New(httplimit.Window(fixedMinute(t, db), 10), &httplimit.Options{
+			Clock:    clock.Now,
+			FailOpen: failOpen,
+			KeyFunc: func(r *http.Request) (string, error) {
+				if err := r.Context().Err(); err != nil {
+					return "", fmt.Errorf("key lookup: %w", err)
+				}
+				return "k", nil
+			},
+			OnError: func(*http.Request, error) { onError.Add(1) },
+		})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		rec := httptest.NewRecorder()
+		m.Handler(next).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx))
+
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code, "FailOpen %v", failOpen)
+		assert.Zero(t, next.n.Load(), "FailOpen %v", failOpen)
+		assert.Zero(t, m.Errors(), "FailOpen %v", failOpen)
+		assert.Zero(t, onError.Load(), "FailOpen %v", failOpen)
 	}
 }

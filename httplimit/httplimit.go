@@ -53,7 +53,9 @@ type Options struct {
 	// limiter, the KeyFunc or Cost failed) and FailOpen is false, and, even
 	// with FailOpen, when the decision failed because the request's context
 	// was cancelled (its client went away, or closed its side of the
-	// connection, while the Rater ran; not counted in Middleware.Errors).
+	// connection, before the KeyFunc or the Rater could decide: their error
+	// matches context.Canceled; not counted in Middleware.Errors nor passed
+	// to OnError).
 	// Default: status 503 with the body "Service Unavailable". The error is
 	// not passed on, so that its text cannot reach the client; use OnError
 	// to see it.
@@ -236,8 +238,10 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 // Errors returns how many errors the middleware met since New: requests
 // that could not be decided (errors from the Rater, from the KeyFunc other
 // than ErrNoKey, and invalid costs) and, with Options.Undo, undos that
-// failed. Requests abandoned by their client while the Rater ran (their
-// context cancelled) are not counted: they get Options.OnUnavailable.
+// failed. Requests abandoned by their client before the KeyFunc or the
+// Rater could decide (their error matches context.Canceled and the
+// request's context is cancelled) are not counted: they get
+// Options.OnUnavailable.
 func (m *Middleware) Errors() uint64 { return m.errors.Load() }
 
 func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
@@ -256,8 +260,9 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 		// The client is gone, or has only closed its side of the connection
 		// (net/http cancels the context at EOF) and still reads: answer it
 		// as undecided, since net/http sends 200 for a handler that writes
-		// nothing. Not next, even with FailOpen: the request is not counted,
-		// and a client could half-close every request to go unlimited.
+		// nothing. Not next, even with FailOpen: the request was not let
+		// through by the limiter (a Redis Rater may even have counted it), and
+		// a client could half-close every request to go unlimited.
 		m.onUnavailable.ServeHTTP(w, r)
 		return
 	default:
