@@ -59,7 +59,8 @@
 // (its client left, or closed its side of the connection and still reads;
 // their error matches context.Canceled): it gets 503, even with FailOpen,
 // never the empty 200 net/http sends for a handler that writes nothing,
-// and is not passed to OnError.
+// and is not passed to OnError. A request cancelled after the limiter
+// decided is served as decided.
 //
 // # Security
 //
