@@ -41,8 +41,10 @@ var ruleFields = strictFields{
 // body must be one JSON object in valid UTF-8 whose members, and those of
 // each "tiers" object, are named exactly as documented, each at most once,
 // and whose strings hold no U+FFFD (which a literal U+FFFD, "\ufffd" or an
-// escaped lone surrogate such as "\ud800" would give: all are refused); a
-// body that is not is refused with that one problem. A value of the wrong
+// escaped lone surrogate such as "\ud800" would give: all are refused),
+// with a single value (a string, number, boolean or null) for each member
+// but "tiers", which is null or an array of objects and nulls; a body that
+// is not is refused with that one problem. Any other value of the wrong
 // type is one problem among the others, named by its place ("route",
 // "tiers[1].limit"): every such value is reported, and none is reported as
 // missing. Of more than rules.MaxTiers tiers, only the first rules.MaxTiers
