@@ -57,3 +57,21 @@ func TestMatchRefusesIDsNoCheckCanCarry(t *testing.T) {
 	code, answer := s.do(t, http.MethodGet, "/v1/rules/match?"+q.Encode(), "a", "")
 	assert.Equal(t, http.StatusOK, code, answer)
 }
+
+// A query string that does not parse (a ';', or a '%' not followed by two
+// hex digits, as an unencoded client id may hold) gets 400 saying so, not
+// "client_id must be 1 to 512 bytes": r.URL.Query dropped the pair, and the
+// answer blamed an id the request did give. The answer quotes no id.
+func TestMatchNamesAMalformedQuery(t *testing.T) {
+	s := newTestServer(t)
+	for _, raw := range []string{"client_id=alice;x&route=/r", "client_id=alice%zz&route=/r", "client_id=u&route=/alice;x"} {
+		code, answer := s.do(t, http.MethodGet, "/v1/rules/match?"+raw, "a", "")
+		assert.Equal(t, http.StatusBadRequest, code, "%s: %s", raw, answer)
+		assert.Contains(t, answer, "the query string is malformed", raw)
+		assert.NotContains(t, answer, "must be 1 to", raw)
+		assert.NotContains(t, answer, "alice", raw)
+	}
+	q := url.Values{"client_id": {"alice;x%zz"}, "route": {"/r"}}
+	code, answer := s.do(t, http.MethodGet, "/v1/rules/match?"+q.Encode(), "a", "")
+	assert.Equal(t, http.StatusOK, code, "encoded, the same ids are answered: %s", answer)
+}

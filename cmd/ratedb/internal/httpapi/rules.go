@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -155,7 +156,13 @@ func (s *Server) matchRule(w http.ResponseWriter, r *http.Request) {
 	if !s.admin(w, r) {
 		return
 	}
-	q := r.URL.Query()
+	// r.URL.Query drops a pair it cannot parse (one holding ';', or a '%'
+	// not followed by two hex digits) and would blame a missing id.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "the query string is malformed: percent-encode ';' and '%' in client_id and route", nil)
+		return
+	}
 	client, route := q.Get("client_id"), q.Get("route")
 	// The values a check may carry (DecodeCheck): a check could not send
 	// any other, so no rule applies to it.
