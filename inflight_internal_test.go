@@ -20,14 +20,10 @@ import (
 // the windows that were hot when it copied them.
 func TestWindowEvictedInFlightLeavesAfterTheCommit(t *testing.T) {
 	defer func() { testBatchHook = nil }()
-	clk := &settableClock{t: time.UnixMilli(1_767_225_600_000)}
-	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
-	require.NoError(t, err)
+	db, w := openWindow(t, filepath.Join(t.TempDir(), "rate.db"), time.UnixMilli(1_767_225_600_000))
 	defer db.Close()
 	ctx := context.Background()
-	w, err := db.Window(FixedWindow, time.Hour)
-	require.NoError(t, err)
-	_, err = w.Inc(ctx, "k", 3)
+	_, err := w.Inc(ctx, "k", 3)
 	require.NoError(t, err)
 	db.cache.Wait()
 	e := entryOf(db, w, "k")
@@ -60,13 +56,9 @@ func TestWindowEvictedInFlightLeavesAfterTheCommit(t *testing.T) {
 func TestInFlightEndsWithEachBatch(t *testing.T) {
 	defer func(n int) { snapshotBatch, testBatchHook = n, nil }(snapshotBatch)
 	snapshotBatch = 1
-	clk := &settableClock{t: time.UnixMilli(1_767_225_600_000)}
-	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
-	require.NoError(t, err)
+	db, w := openWindow(t, filepath.Join(t.TempDir(), "rate.db"), time.UnixMilli(1_767_225_600_000))
 	defer db.Close()
 	ctx := context.Background()
-	w, err := db.Window(FixedWindow, time.Hour)
-	require.NoError(t, err)
 	const n = 12
 	es := make([]*entry, n)
 	for i := range n {
@@ -110,16 +102,12 @@ func TestInFlightEndsWithEachBatch(t *testing.T) {
 func TestFailedBatchKeepsEvictedWindowsDirty(t *testing.T) {
 	defer func(n int) { snapshotBatch, testBatchHook = n, nil }(snapshotBatch)
 	snapshotBatch = 1
-	clk := &settableClock{t: time.UnixMilli(1_767_225_600_000)}
-	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
-	require.NoError(t, err)
+	db, w := openWindow(t, filepath.Join(t.TempDir(), "rate.db"), time.UnixMilli(1_767_225_600_000))
 	defer db.Close()
 	ctx := context.Background()
-	w, err := db.Window(FixedWindow, time.Hour)
-	require.NoError(t, err)
 	keys := []string{"a", "b", "c", "d"}
 	for i, k := range keys {
-		_, err = w.Inc(ctx, k, int64(i+1))
+		_, err := w.Inc(ctx, k, int64(i+1))
 		require.NoError(t, err)
 	}
 	db.cache.Wait()
@@ -173,14 +161,10 @@ func TestFailedBatchKeepsEvictedWindowsDirty(t *testing.T) {
 // it leaves memory at the end of that snapshot, not never.
 func TestSnapshotStampsWrap(t *testing.T) {
 	defer func() { testBatchHook = nil }()
-	clk := &settableClock{t: time.UnixMilli(1_767_225_600_000)}
-	db, err := Open(filepath.Join(t.TempDir(), "rate.db"), &Options{Clock: clk.Now, SnapshotPeriod: -1, CleanPeriod: -1})
-	require.NoError(t, err)
+	db, w := openWindow(t, filepath.Join(t.TempDir(), "rate.db"), time.UnixMilli(1_767_225_600_000))
 	defer db.Close()
 	ctx := context.Background()
-	w, err := db.Window(FixedWindow, time.Hour)
-	require.NoError(t, err)
-	_, err = w.Inc(ctx, "a", 1)
+	_, err := w.Inc(ctx, "a", 1)
 	require.NoError(t, err)
 	db.cache.Wait()
 	e := entryOf(db, w, "a")
